@@ -1,0 +1,39 @@
+# StreamBed: every set-up step lives here; nothing is installed by hand.
+#   make plan QUERY=q1      plan a query (sets everything up first)
+#   make test               install what the tests need and run them all
+#   make bench              speed benchmarks (print numbers, assert nothing)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STREAMBED := $(VENV)/bin/streambed
+QUERY ?= q1
+RATE ?=
+TESTBED ?= sim
+MEMORY ?= 4096
+CAMPAIGN_DIR ?= campaigns
+
+.PHONY: venv install plan test bench clean calibration
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv install: $(VENV)/.installed
+
+plan: $(VENV)/.installed
+	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(CAMPAIGN_DIR)
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+calibration: $(VENV)/.installed
+	$(STREAMBED) sim calibrate
+
+bench: $(VENV)/.installed
+	$(PY) bench/sim_speed.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info

@@ -1,0 +1,318 @@
+"""Durable, resumable record of one campaign.
+
+A campaign (estimation, exploration, validation) drives many slow measurements on a testbed. Each
+finished measurement is a *step*: its result is committed to ``<campaign_dir>/ledger.sqlite`` before
+the campaign moves on, so that a campaign killed at any point resumes (``--resume``) without repeating
+the measurements it had finished. At most the one step in flight when the process died runs twice.
+
+The ledger also keeps an append-only event log (run started, window discarded, ...) and the
+campaign's final result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import UserError
+
+_APP = "streambed-ledger"
+_SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+-- AUTOINCREMENT: seq never goes back, even across processes, so it is the completion order.
+CREATE TABLE steps (
+    seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+    key  TEXT NOT NULL UNIQUE,
+    time REAL NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE events (
+    seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE result (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    time REAL NOT NULL,
+    data TEXT NOT NULL
+);
+"""
+
+
+class _Absent:
+    """Stands for a parameter one of the two runs did not set (shown in the error message)."""
+
+    def __repr__(self) -> str:
+        return "(not set)"
+
+
+_ABSENT = _Absent()
+
+
+def _encode(what: str, data: Any) -> str:
+    """JSON text of ``data``, which must be a dict; TypeError naming ``what`` otherwise."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{what}: expected a dict, got {type(data).__name__}")
+    try:
+        return json.dumps(data)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: result is not JSON-serializable: {exc}") from exc
+
+
+def _fsync_dir(d: Path) -> None:
+    # A newly created file is only durable once its directory entry is; SQLite syncs the database
+    # file itself but not (portably) the directory that now holds it.
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; nothing more we can do
+    finally:
+        os.close(fd)
+
+
+class Ledger:
+    """Durable record of one campaign: <campaign_dir>/ledger.sqlite (SQLite, WAL, synchronous=FULL)."""
+
+    FILENAME = "ledger.sqlite"
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, kind: str, params: dict) -> None:
+        # Use Ledger.open(); the constructor only wraps an already validated connection.
+        self._conn = conn
+        self.path = path
+        self._kind = kind
+        self._params = params
+        self.replayed = 0
+        self.executed = 0
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, campaign_dir: Path | str, kind: str, params: dict, *, resume: bool) -> "Ledger":
+        """Start a new campaign in ``campaign_dir`` or, with ``resume``, continue the one there."""
+        d = Path(campaign_dir)
+        path = d / cls.FILENAME
+        if not isinstance(params, dict):
+            raise TypeError(f"params: expected a dict, got {type(params).__name__}")
+        # Round trip so that the values compared on resume are the values stored (2.5e6 == 2500000.0,
+        # tuples become lists, ...).
+        params = json.loads(_encode("params", params))
+
+        if resume:
+            if not path.is_file():
+                raise UserError(f"--resume: no campaign in {d}")
+            conn = cls._connect(path)
+            try:
+                old_kind, old_params = cls._read_meta(conn, path)
+                if old_kind != kind:
+                    raise UserError(f"--resume: {d} holds a {old_kind} campaign, not {kind}")
+                for key in [*old_params, *(k for k in params if k not in old_params)]:
+                    old = old_params.get(key, _ABSENT)
+                    new = params.get(key, _ABSENT)
+                    if old != new:
+                        raise UserError(
+                            f"--resume: the campaign in {d} was started with {key}={old!r}, "
+                            f"got {key}={new!r}"
+                        )
+                cls._set_pragmas(conn)
+            except BaseException:
+                conn.close()
+                raise
+            return cls(conn, path, old_kind, old_params)
+
+        if path.exists():
+            cls._refuse_existing(d, path)
+        created_dir = not d.exists()
+        d.mkdir(parents=True, exist_ok=True)
+        conn = cls._connect(path)
+        try:
+            cls._set_pragmas(conn)
+            # IMMEDIATE takes the write lock first: if another process created the ledger between our
+            # existence check and here, we see its schema and refuse instead of clobbering it.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                exists = conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+                ).fetchone()
+                if exists is None:
+                    # Statement by statement: executescript() would COMMIT our transaction first.
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.executemany(
+                        "INSERT INTO meta (key, value) VALUES (?, ?)",
+                        [
+                            ("app", _APP),
+                            ("schema_version", str(_SCHEMA_VERSION)),
+                            ("kind", kind),
+                            ("params", json.dumps(params)),
+                            ("created", repr(time.time())),
+                        ],
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if exists is not None:
+                conn.close()
+                cls._refuse_existing(d, path)
+        except BaseException:
+            conn.close()
+            raise
+        _fsync_dir(d)
+        if created_dir:
+            _fsync_dir(d.parent)
+        return cls(conn, path, kind, params)
+
+    @classmethod
+    def _refuse_existing(cls, d: Path, path: Path) -> None:
+        conn = cls._connect(path)
+        try:
+            old_kind, _ = cls._read_meta(conn, path)
+        finally:
+            conn.close()
+        raise UserError(
+            f"campaign directory {d} already holds a {old_kind} campaign; pass --resume to continue "
+            f"it, or choose another --campaign-dir"
+        )
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so every write is committed when the
+        # method that made it returns (the sqlite3 module's implicit transactions would not be).
+        return sqlite3.connect(path, timeout=30.0, isolation_level=None)
+
+    @staticmethod
+    def _set_pragmas(conn: sqlite3.Connection) -> None:
+        # Only called once the file is known to be ours (or new): journal_mode=WAL writes to the file,
+        # and a stranger's file named ledger.sqlite must be left untouched.
+        conn.execute("PRAGMA journal_mode=WAL")
+        # FULL: in WAL mode, NORMAL may lose the last commits on power loss; FULL fsyncs each commit.
+        conn.execute("PRAGMA synchronous=FULL")
+
+    @staticmethod
+    def _read_meta(conn: sqlite3.Connection, path: Path) -> tuple[str, dict]:
+        """Kind and params of the ledger behind ``conn``; UserError if it is not one we can read."""
+        not_ours = f"{path} is not a StreamBed ledger; move it away or choose another --campaign-dir"
+        try:
+            has_meta = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+            ).fetchone()
+            if has_meta is None:  # also the case of an empty file, which SQLite reads as empty db
+                raise UserError(not_ours)
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:  # not a database at all, or a damaged one
+            raise UserError(f"{not_ours} ({exc})") from exc
+        if meta.get("app") != _APP:
+            raise UserError(not_ours)
+        if meta.get("schema_version") != str(_SCHEMA_VERSION):
+            raise UserError(
+                f"{path} is a StreamBed ledger of schema version {meta.get('schema_version')}; "
+                f"this StreamBed reads version {_SCHEMA_VERSION}"
+            )
+        try:
+            kind = meta["kind"]
+            params = json.loads(meta["params"])
+        except (KeyError, ValueError) as exc:
+            raise UserError(f"{path} is a damaged StreamBed ledger (meta: {exc})") from exc
+        return kind, params
+
+    # ------------------------------------------------------------------ campaign identity
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    @property
+    def params(self) -> dict:
+        # A copy: callers must not be able to change what the ledger believes it was started with.
+        return json.loads(json.dumps(self._params))
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, key: str, fn: Callable[[], dict]) -> dict:
+        """Return the stored result of step ``key``, or run ``fn``, commit its result and return it."""
+        if not isinstance(key, str):
+            raise TypeError(f"step key must be a str, got {type(key).__name__}")
+        row = self._conn.execute("SELECT data FROM steps WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            self.replayed += 1
+            return json.loads(row[0])
+        # fn runs outside any transaction: measurements take minutes and must not hold the lock.
+        data = _encode(f"step {key!r}", fn())
+        self._conn.execute(
+            "INSERT INTO steps (key, time, data) VALUES (?, ?, ?)", (key, time.time(), data)
+        )
+        self.executed += 1
+        # Return the decoded stored value, not fn's object, so a live run and a replay see exactly
+        # the same thing (JSON turns tuples into lists and int keys into strings).
+        return json.loads(data)
+
+    def has(self, key: str) -> bool:
+        """Whether step ``key`` has completed."""
+        return self._conn.execute("SELECT 1 FROM steps WHERE key = ?", (key,)).fetchone() is not None
+
+    def steps(self, prefix: str = "") -> list[tuple[str, dict]]:
+        """Completed steps whose key starts with ``prefix``, in completion order."""
+        # substr rather than LIKE: step keys may contain '%' or '_'.
+        rows = self._conn.execute(
+            "SELECT key, data FROM steps WHERE substr(key, 1, length(?1)) = ?1 ORDER BY seq",
+            (prefix,),
+        ).fetchall()
+        return [(key, json.loads(data)) for key, data in rows]
+
+    # ------------------------------------------------------------------ events and result
+
+    def record(self, kind: str, data: dict) -> None:
+        """Append an event to the campaign's log (committed at once)."""
+        text = _encode(f"event {kind!r}", data)
+        self._conn.execute(
+            "INSERT INTO events (time, kind, data) VALUES (?, ?, ?)", (time.time(), kind, text)
+        )
+
+    def events(self, kind: str | None = None) -> list[dict]:
+        """Logged events (all, or those of ``kind``) in order: {"seq", "time", "kind", "data"}."""
+        sql = "SELECT seq, time, kind, data FROM events"
+        args: tuple = ()
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            args = (kind,)
+        rows = self._conn.execute(sql + " ORDER BY seq", args).fetchall()
+        return [{"seq": s, "time": t, "kind": k, "data": json.loads(x)} for s, t, k, x in rows]
+
+    def set_result(self, data: dict) -> None:
+        """Store the campaign's final result, replacing any previous one."""
+        text = _encode("result", data)
+        self._conn.execute(
+            "INSERT OR REPLACE INTO result (id, time, data) VALUES (1, ?, ?)", (time.time(), text)
+        )
+
+    def result(self) -> dict | None:
+        """The campaign's final result, or None if it has none yet."""
+        row = self._conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
+        return None if row is None else json.loads(row[0])
+
+    # ------------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,93 @@
+"""Terminal output: rich tables and progress on stderr, results as JSON on stdout with ``--json``.
+
+Keeping stdout for the JSON document alone lets ``streambed ... --json | jq`` work while progress
+is still shown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+class Output:
+    def __init__(self, json_mode: bool = False, quiet: bool = False):
+        self.json_mode = json_mode
+        self.err = Console(stderr=True, highlight=False)
+        self.out = Console(highlight=False)
+        self.quiet = quiet
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            self.err.print(message)
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """A table for people: on stdout normally, on stderr when stdout carries JSON."""
+        t = Table(title=title, title_justify="left")
+        for i, c in enumerate(columns):
+            t.add_column(c, justify="left" if i == 0 else "right")
+        for r in rows:
+            t.add_row(*(fmt(v) for v in r))
+        (self.err if self.json_mode else self.out).print(t)
+
+    def result(self, data: Any) -> None:
+        """The command's result: printed as JSON when --json was given."""
+        if self.json_mode:
+            sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=_default) + "\n")
+
+    @contextmanager
+    def progress(self, description: str, total: float | None = None) -> Iterator["Step"]:
+        columns = [SpinnerColumn(), TextColumn("{task.description}")]
+        if total is not None:
+            columns += [BarColumn(), MofNCompleteColumn()]
+        with Progress(*columns, TimeElapsedColumn(), console=self.err, transient=False, disable=self.quiet) as p:
+            task = p.add_task(description, total=total)
+            yield Step(p, task)
+
+
+class Step:
+    def __init__(self, progress: Progress, task):
+        self._p = progress
+        self._task = task
+
+    def advance(self, n: float = 1, description: str | None = None) -> None:
+        self._p.update(self._task, advance=n, description=description or self._p.tasks[0].description)
+
+    def describe(self, description: str) -> None:
+        self._p.update(self._task, description=description)
+
+
+def fmt(v: Any) -> str:
+    """Numbers as people read them: 1,234,567 or 0.123; None as '-'."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "-"
+        if math.isinf(v):
+            return "inf"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.3f}"
+    return str(v)
+
+
+def _default(o: Any) -> Any:
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")

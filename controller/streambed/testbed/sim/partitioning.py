@@ -1,0 +1,97 @@
+"""How records of a stream spread over the tasks of an operator.
+
+Hash partitioning follows Flink: a key's hash selects one of ``max_parallelism`` key groups, and
+key groups are assigned to tasks in contiguous ranges (``KeyGroupRangeAssignment``). With skewed
+(Zipf) keys and uneven key-group counts per task, one task receives more than 1/p of the stream, and
+because every upstream task blocks on its fullest output channel, the operator as a whole can go no
+faster than that task allows (the paper's skew, section II).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+FLINK_MIN_MAX_PARALLELISM = 128
+FLINK_MAX_MAX_PARALLELISM = 32768
+
+
+def flink_default_max_parallelism(parallelism: int) -> int:
+    """Flink's default number of key groups for an operator started at ``parallelism``:
+    the next power of two of 1.5 x p, within [128, 32768]."""
+    parallelism = int(parallelism)
+    target = parallelism + parallelism // 2
+    power = 1 << max(0, (target - 1).bit_length())
+    return min(max(power, FLINK_MIN_MAX_PARALLELISM), FLINK_MAX_MAX_PARALLELISM)
+
+
+def zipf_weights(count: int, exponent: float) -> np.ndarray:
+    """Probability of each of ``count`` keys under Zipf(exponent); exponent 0 is uniform."""
+    ranks = np.arange(1, count + 1, dtype=np.float64)
+    w = ranks ** (-exponent)
+    return w / w.sum()
+
+
+def uniform_shares(parallelism: int) -> np.ndarray:
+    return np.full(parallelism, 1.0 / parallelism)
+
+
+def key_hashes(count: int, seed: int) -> np.ndarray:
+    """A fixed 31-bit hash per key: a property of the data, not of a run."""
+    return np.random.default_rng(seed).integers(0, 2**31 - 1, size=count, dtype=np.int64)
+
+
+def key_group_mass(weights: np.ndarray, hashes: np.ndarray, max_parallelism: int) -> np.ndarray:
+    return np.bincount(hashes % max_parallelism, weights=weights, minlength=max_parallelism)
+
+
+def task_shares_from_key_groups(group_mass: np.ndarray, parallelism: int) -> np.ndarray:
+    """Flink's contiguous key-group ranges: group g goes to task g * p // max_parallelism."""
+    max_parallelism = group_mass.shape[0]
+    owner = (np.arange(max_parallelism, dtype=np.int64) * parallelism) // max_parallelism
+    return np.bincount(owner, weights=group_mass, minlength=parallelism)
+
+
+class KeyedStream:
+    """The key distribution of one keyed operator input, with cached task shares per parallelism."""
+
+    def __init__(self, count: int, exponent: float, seed: int, max_parallelism: int | None = None):
+        self.count = count
+        self.exponent = exponent
+        self.fixed_max_parallelism = max_parallelism
+        self._weights = zipf_weights(count, exponent)
+        self._hashes = key_hashes(count, seed)
+        self._mass: dict[int, np.ndarray] = {}
+        self._shares = lru_cache(maxsize=4096)(self._compute_shares)
+
+    def max_parallelism(self, parallelism: int) -> int:
+        if self.fixed_max_parallelism is not None:
+            return max(self.fixed_max_parallelism, parallelism)
+        return flink_default_max_parallelism(parallelism)
+
+    def _compute_shares(self, parallelism: int) -> np.ndarray:
+        mp = self.max_parallelism(parallelism)
+        if mp not in self._mass:
+            self._mass[mp] = key_group_mass(self._weights, self._hashes, mp)
+        shares = task_shares_from_key_groups(self._mass[mp], parallelism)
+        shares.setflags(write=False)
+        return shares
+
+    def shares(self, parallelism: int) -> np.ndarray:
+        """Fraction of the stream each of the ``parallelism`` tasks receives (sums to 1)."""
+        return self._shares(int(parallelism))
+
+    def max_share(self, parallelism: int) -> float:
+        return float(self.shares(parallelism).max())
+
+
+def keyed_streams(profile) -> dict[str, KeyedStream]:
+    """The key distribution of every keyed operator of a profile. The seed is the profile's data seed
+    plus the operator's position, so the engine and the capacity model see the same data."""
+    streams = {}
+    for k, op in enumerate(profile.operators):
+        if op.keys is not None:
+            streams[op.name] = KeyedStream(op.keys.count, op.keys.zipf, profile.data_seed + k,
+                                           profile.max_parallelism)
+    return streams

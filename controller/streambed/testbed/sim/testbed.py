@@ -1,0 +1,189 @@
+"""The simulated testbed: the Testbed protocol over the time-stepped engine.
+
+STAND-IN: this is not Apache Flink. It is a digital twin whose laws are documented in docs/sim.md
+and calibrated against the StreamBed paper's measurements; the real engine is the Flink testbed.
+Time is simulated: ``wait`` and ``observe`` advance the clock instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import JobRestarted, UserError
+from ...metrics import window
+from ...model import Budget, Configuration, Measurement, Query, TestbedInfo
+from ..base import Run
+from .capacity import AnalyticCapacityModel
+from .engine import Engine
+from .partitioning import keyed_streams
+from .profile import SimProfile
+
+DEFAULT_MEMORY_PROFILES = (512, 1024, 2048, 4096)
+"""The paper's testbed: 0.5 to 4 GB per slot (section VIII)."""
+DEFAULT_MAX_SLOTS = 48
+"""The paper's testbed: 3 servers, 48 task slots."""
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    max_slots: int = DEFAULT_MAX_SLOTS
+    memory_profiles: tuple[int, ...] = DEFAULT_MEMORY_PROFILES
+    seed: int = 0
+    dt: float = 0.1
+    sample_period: float = 5.0
+    """Metric aggregation period, as the paper's Prometheus (5 s)."""
+    noise: bool = True
+    catch_up: float = 0.0
+    """How far above its target the source may emit to work off pending records (0: never, as the
+    paper's rate limiter; inf: a replayed stream such as Kafka, read as fast as the job accepts)."""
+
+
+class SimTestbed:
+    """A simulated Flink deployment of one query (the profile's)."""
+
+    name = "sim"
+
+    def __init__(self, profile: SimProfile, settings: SimSettings | None = None):
+        self.profile = profile
+        self.settings = settings or SimSettings()
+        if self.settings.max_slots < len(profile.operators):
+            raise UserError(
+                f"max slots: the testbed must offer at least {len(profile.operators)} slots for {profile.name}, "
+                f"got {self.settings.max_slots}")
+        self._query = profile.query()
+        self._streams = keyed_streams(profile)
+        self._analytic: dict[int, AnalyticCapacityModel] = {}
+        self._budget: Budget | None = None
+        self._runs: dict[str, Engine] = {}
+        self._restart_at: dict[str, float] = {}
+        self._counter = 0
+        self._clock = 0.0
+
+    # -- Testbed protocol ------------------------------------------------------------------------
+
+    def info(self) -> TestbedInfo:
+        return TestbedInfo(
+            name=f"sim:{self.profile.name}",
+            max_slots=self.settings.max_slots,
+            memory_profiles=tuple(self.settings.memory_profiles),
+            sample_period=self.settings.sample_period,
+            notes=("simulated testbed (stand-in for Flink): see docs/sim.md",),
+        )
+
+    def query(self, name: str) -> Query:
+        if name != self.profile.name:
+            raise UserError(f"query: the simulated testbed runs {self.profile.name}, not {name!r}")
+        return self._query
+
+    def prepare(self, budget: Budget) -> None:
+        if budget.slots > self.settings.max_slots:
+            raise UserError(f"slots: the testbed offers at most {self.settings.max_slots} slots, got {budget.slots}")
+        if budget.memory_mb not in self.settings.memory_profiles:
+            offered = ", ".join(str(m) for m in self.settings.memory_profiles)
+            raise UserError(f"memory: the testbed offers {offered} MB per slot, got {budget.memory_mb}")
+        self._budget = budget
+
+    def start(self, query: str, configuration: Configuration, rate: float) -> Run:
+        q = self.query(query)
+        if self._budget is None:
+            raise UserError("prepare a budget before starting a query")
+        if configuration.slots > self._budget.slots:
+            raise UserError(
+                f"configuration: uses {configuration.slots} slots, the prepared budget has {self._budget.slots}")
+        self._counter += 1
+        run_id = f"sim-{self._counter}"
+        seed = int(np.random.SeedSequence([self.settings.seed, self._counter]).generate_state(1)[0])
+        scale = self._speed_scale(configuration, seed)
+        engine = Engine(self.profile, configuration, self._budget.memory_mb, seed=seed, dt=self.settings.dt,
+                        sample_period=self.settings.sample_period, catch_up=self.settings.catch_up,
+                        speed_scale=scale, keyed_streams=self._streams, noise=self.settings.noise)
+        engine.set_rate(rate)
+        self._runs[run_id] = engine
+        return Run(run_id, q, configuration, self._budget, self._clock, rate)
+
+    def set_rate(self, run: Run, rate: float) -> None:
+        if not (math.isfinite(rate) and rate >= 0):
+            raise UserError(f"rate: expected a non-negative number of events/s, got {rate}")
+        self._engine(run).set_rate(rate)
+        run.rate = rate
+
+    def wait(self, run: Run, seconds: float) -> None:
+        self._advance(run, seconds)
+
+    def observe(self, run: Run, seconds: float) -> Measurement:
+        eng = self._engine(run)
+        restarts = eng.restarts
+        first = len(eng.samples)
+        t0, e0, o0, p0 = eng.time, eng.emitted_total, eng.offered_total, eng.pending
+        self._advance(run, seconds)
+        if eng.restarts != restarts:
+            raise JobRestarted(f"{run.id}: the job restarted during the observation window")
+        s = eng.samples
+        idx = slice(first, len(s))
+        busy = np.mean(s.busy[idx], axis=0)
+        bp = np.mean(s.backpressured[idx], axis=0)
+        rin = np.mean(s.records_in[idx], axis=0)
+        rout = np.mean(s.records_out[idx], axis=0)
+        ops = window.operator_metrics(eng.op_names, eng.parallelism, busy, bp, rin, rout)
+        return window.measurement(
+            start=t0, end=eng.time, target_rate=eng.target_rate,
+            emitted=eng.emitted_total - e0, offered=eng.offered_total - o0,
+            sample_times=s.time[idx], sample_emitted_rates=s.emitted[idx], sample_pending=s.pending[idx],
+            pending_start=p0, operators=ops, source_saturated=any(x > 0 for x in s.saturated[idx]),
+        )
+
+    def stop(self, run: Run) -> None:
+        self._runs.pop(run.id, None)
+        self._restart_at.pop(run.id, None)
+
+    def now(self) -> float:
+        return self._clock
+
+    # -- Simulation extras (tests and diagnostics) ------------------------------------------------
+
+    def engine(self, run: Run) -> Engine:
+        """The engine behind a run (its full sample log, for plots and tests)."""
+        return self._engine(run)
+
+    def schedule_restart(self, run: Run, after_seconds: float) -> None:
+        """Fault injection: the job restarts ``after_seconds`` from now (as after a task failure)."""
+        self._restart_at[run.id] = self._engine(run).time + after_seconds
+
+    # ------------------------------------------------------------------------------------------
+
+    def _engine(self, run: Run) -> Engine:
+        try:
+            return self._runs[run.id]
+        except KeyError:
+            raise UserError(f"run {run.id} is not running") from None
+
+    def _advance(self, run: Run, seconds: float) -> None:
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise UserError(f"duration: expected a non-negative number of seconds, got {seconds}")
+        eng = self._engine(run)
+        end = eng.time + seconds
+        restart = self._restart_at.get(run.id)
+        if restart is not None and restart <= end:
+            eng.advance(max(0.0, restart - eng.time))
+            eng.restart()
+            del self._restart_at[run.id]
+        eng.advance(end - eng.time)
+        self._clock = max(self._clock, run.started_at + eng.time)
+
+    def _speed_scale(self, configuration: Configuration, seed: int) -> float:
+        """Analytic profiles: scale task speeds so the best configuration of P slots reaches f(M, P),
+        times a per-run noise factor (the run-to-run variation the paper saw)."""
+        law = self.profile.analytic
+        if law is None:
+            return 1.0
+        memory = self._budget.memory_mb
+        if memory not in self._analytic:
+            self._analytic[memory] = AnalyticCapacityModel(self.profile, memory, dt=self.settings.dt)
+        scale = self._analytic[memory].speed_scale(configuration.slots)
+        if law.noise > 0 and self.settings.noise:
+            rng = np.random.default_rng(seed)
+            scale *= float(np.exp(law.noise * rng.standard_normal() - 0.5 * law.noise ** 2))
+        return scale

@@ -1,0 +1,200 @@
+"""Ground truth: what the sim itself says a budget can sustain, for judging plans at any scale.
+
+``true_mst``: the capacity model proposes the best configuration of the budget (it knows skew and
+memory), then the engine measures that configuration's MST by bisection on fresh copies of a
+warmed-up job, in reference mode (no speed noise; stragglers are still drawn, from a fixed seed).
+A rate is sustained when, after a ramp, the source emits at least ``threshold`` of its target over a
+long observation: the Capacity Estimator's own success rule (paper section IV), without its haste.
+
+``min_slots``: the smallest slot count whose best configuration the engine sees sustain a rate.
+None of this is visible to the planner.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+from ...errors import UserError
+from ...model import Configuration
+from .capacity import AnalyticCapacityModel, capacity_model
+from .engine import Engine
+from .partitioning import keyed_streams
+from .profile import SimProfile
+
+
+@dataclass(frozen=True)
+class TruthSettings:
+    warmup_s: float = 90.0
+    """Buffers and working sets settle; state starts full (see STATE_AGE_S)."""
+    ramp_s: float = 30.0
+    observe_s: float = 300.0
+    threshold: float = 0.998
+    """The source must emit this share of its target: sustained means (almost) nothing piles up."""
+    sensibility: float = 0.002
+    """Bisection stops when the bracket is narrower than this fraction of the rate."""
+    dt: float = 0.1
+    seed: int = 12345
+    max_slots: int = 100_000
+
+
+STATE_AGE_S = 1e6
+"""Ground truth is about steady state: jobs start with state as after a long run (no warm-up bonus)."""
+
+
+@dataclass(frozen=True)
+class Truth:
+    profile: str
+    slots: int
+    memory_mb: int
+    configuration: Configuration
+    mst: float
+    """Measured on the engine."""
+    model_mst: float
+    """The capacity model's steady-state estimate for the same configuration."""
+    bottleneck: str
+
+    def to_dict(self) -> dict:
+        return {
+            "profile": self.profile,
+            "slots": self.slots,
+            "memory_mb": self.memory_mb,
+            "mst": self.mst,
+            "model_mst": self.model_mst,
+            "bottleneck": self.bottleneck,
+            "configuration": self.configuration.as_dict(),
+        }
+
+
+class GroundTruth:
+    """Ground-truth queries for one profile; caches models per memory profile."""
+
+    def __init__(self, profile: SimProfile, settings: TruthSettings | None = None):
+        self.profile = profile
+        self.settings = settings or TruthSettings()
+        self._streams = keyed_streams(profile)
+        self._models: dict[float, object] = {}
+
+    def model(self, memory_mb: float):
+        if memory_mb not in self._models:
+            self._models[memory_mb] = capacity_model(self.profile, memory_mb, streams=self._streams,
+                                                     threshold=self.settings.threshold, dt=self.settings.dt)
+        return self._models[memory_mb]
+
+    def _engine(self, configuration: Configuration, memory_mb: float) -> Engine:
+        model = self.model(memory_mb)
+        scale = model.speed_scale(configuration.slots) if isinstance(model, AnalyticCapacityModel) else 1.0
+        return Engine(self.profile, configuration, memory_mb, seed=self.settings.seed, dt=self.settings.dt,
+                      speed_scale=scale, keyed_streams=self._streams, noise=False, state_age_s=STATE_AGE_S)
+
+    def _warmed(self, configuration: Configuration, memory_mb: float, rate: float) -> Engine:
+        eng = self._engine(configuration, memory_mb)
+        eng.set_rate(rate)
+        eng.advance(self.settings.warmup_s)
+        eng.clear_samples()  # copies need not carry the warm-up's samples
+        return eng
+
+    def _sustains(self, warmed: Engine, rate: float) -> bool:
+        s = self.settings
+        eng = copy.deepcopy(warmed, memo={id(warmed.profile): warmed.profile})
+        eng.set_rate(rate)
+        eng.advance(s.ramp_s)
+        e0, o0 = eng.emitted_total, eng.offered_total
+        eng.advance(s.observe_s)
+        offered = eng.offered_total - o0
+        return offered > 0 and (eng.emitted_total - e0) >= s.threshold * offered
+
+    def engine_mst(self, configuration: Configuration, memory_mb: float, estimate: float) -> float:
+        """MST of one configuration measured on the engine by bisection around ``estimate``."""
+        warmed = self._warmed(configuration, memory_mb, 0.95 * estimate)
+        lo, hi = 0.0, None
+        r = estimate
+        for _ in range(12):  # bracket
+            if self._sustains(warmed, r):
+                lo = r
+                r *= 1.25
+            else:
+                hi = r
+                if lo > 0:
+                    break
+                r *= 0.7
+            if hi is not None and lo > 0:
+                break
+        if hi is None or lo == 0:
+            return lo if hi is None else 0.0
+        while hi - lo > self.settings.sensibility * hi:
+            mid = 0.5 * (lo + hi)
+            if self._sustains(warmed, mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def true_mst(self, slots: int, memory_mb: float) -> Truth:
+        """The MST of the best configuration of ``slots`` slots of ``memory_mb`` each."""
+        model = self.model(memory_mb)
+        config, cap = model.best_configuration(slots)
+        mst = self.engine_mst(config, memory_mb, cap.mst)
+        return Truth(self.profile.name, slots, int(memory_mb), config, mst, cap.mst, cap.bottleneck)
+
+    def sustains(self, slots: int, memory_mb: float, rate: float) -> bool:
+        config, _ = self.model(memory_mb).best_configuration(slots)
+        return self._sustains(self._warmed(config, memory_mb, rate), rate)
+
+    def model_min_slots(self, rate: float, memory_mb: float) -> int | None:
+        """Smallest slot count whose best configuration the capacity model says sustains ``rate``."""
+        model = self.model(memory_mb)
+        n = len(self.profile.operators)
+        limit = self.settings.max_slots
+
+        def ok(p: int) -> bool:
+            return model.best_configuration(p)[1].mst >= rate
+
+        if ok(n):
+            return n
+        lo, hi = n, n
+        while not ok(hi):
+            lo = hi
+            if hi >= limit:
+                return None
+            hi = min(limit, hi * 2)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    def min_slots(self, rate: float, memory_mb: float) -> tuple[int, Truth] | None:
+        """Smallest slot count whose best configuration sustains ``rate`` on the engine.
+
+        Starts from the capacity model's answer and walks to the engine's boundary; returns None when
+        even ``max_slots`` slots cannot reach the rate (e.g. skew caps a keyed operator)."""
+        if rate <= 0 or not math.isfinite(rate):
+            raise UserError(f"rate: expected a positive number of events/s, got {rate}")
+        p0 = self.model_min_slots(rate, memory_mb)
+        if p0 is None:
+            return None
+        n = len(self.profile.operators)
+        step = max(1, math.ceil(0.02 * p0))
+        if self.sustains(p0, memory_mb, rate):
+            hi, lo = p0, p0 - step
+            while lo >= n and self.sustains(lo, memory_mb, rate):
+                hi, lo = lo, lo - step
+            lo = max(lo, n - 1)
+        else:
+            lo, hi = p0, p0 + step
+            while not self.sustains(hi, memory_mb, rate):
+                lo, hi = hi, hi + step
+                step = max(step, math.ceil(0.05 * hi))
+                if hi > self.settings.max_slots:
+                    return None
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.sustains(mid, memory_mb, rate):
+                hi = mid
+            else:
+                lo = mid
+        return hi, self.true_mst(hi, memory_mb)

@@ -1,0 +1,304 @@
+"""The campaign ledger: memoized durable steps, resume checks, refusal of foreign files, and a real
+SIGKILL in the middle of a campaign."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from streambed.errors import UserError
+from streambed.ledger import Ledger
+
+CONTROLLER = Path(__file__).resolve().parents[1] / "controller"
+PARAMS = {"query": "q1", "rate": 2.5e6, "memory": 4096}
+
+
+def must_not_run() -> dict:
+    raise AssertionError("fn called although the step is in the ledger")
+
+
+def new(d: Path, kind: str = "estimation", params: dict = PARAMS) -> Ledger:
+    return Ledger.open(d, kind, params, resume=False)
+
+
+# ---------------------------------------------------------------------- steps and replay
+
+
+def test_steps_run_once_and_replay_after_reopen(tmp_path):
+    d = tmp_path / "camp" / "nested"  # directory created on demand
+    calls = []
+
+    def measure(i):
+        calls.append(i)
+        return {"value": i * i, "tags": ("a", "b")}
+
+    with new(d) as led:
+        assert led.path == d / Ledger.FILENAME and led.path.is_file()
+        assert led.kind == "estimation" and led.params == PARAMS
+        first = [led.step(f"m{i}", lambda i=i: measure(i)) for i in range(3)]
+        # The live value is what a replay will see (tuple -> list), not fn's own object.
+        assert first[2] == {"value": 4, "tags": ["a", "b"]}
+        assert led.step("m1", must_not_run) == {"value": 1, "tags": ["a", "b"]}
+        assert (led.executed, led.replayed) == (3, 1)
+        assert led.has("m0") and not led.has("m3")
+    assert calls == [0, 1, 2]
+
+    with Ledger.open(d, "estimation", dict(PARAMS), resume=True) as led:
+        assert led.kind == "estimation" and led.params == PARAMS
+        assert (led.executed, led.replayed) == (0, 0)
+        assert [led.step(f"m{i}", must_not_run) for i in range(3)] == first
+        assert led.step("m3", lambda: measure(3)) == {"value": 9, "tags": ["a", "b"]}
+        assert (led.executed, led.replayed) == (1, 3)
+    assert calls == [0, 1, 2, 3]
+
+
+def test_failing_step_stores_nothing_and_runs_again(tmp_path):
+    d = tmp_path / "camp"
+
+    def boom():
+        raise RuntimeError("testbed fell over")
+
+    with new(d) as led:
+        with pytest.raises(RuntimeError, match="fell over"):
+            led.step("m0", boom)
+        assert not led.has("m0") and led.steps() == []
+        assert (led.executed, led.replayed) == (0, 0)
+    with Ledger.open(d, "estimation", PARAMS, resume=True) as led:
+        assert not led.has("m0")
+        assert led.step("m0", lambda: {"ok": True}) == {"ok": True}
+        assert led.executed == 1 and led.has("m0")
+
+
+@pytest.mark.parametrize(
+    "result, what",
+    [({"x": object()}, "not JSON-serializable"), ([1, 2], "expected a dict"), ({"x": {1, 2}}, "set")],
+)
+def test_non_json_step_result_is_a_type_error_naming_the_key(tmp_path, result, what):
+    with new(tmp_path / "camp") as led:
+        with pytest.raises(TypeError, match="window-7") as info:
+            led.step("window-7", lambda: result)
+        assert what in str(info.value)
+        assert not led.has("window-7") and led.executed == 0
+
+
+def test_steps_prefix_in_completion_order(tmp_path):
+    with new(tmp_path / "camp") as led:
+        for key in ["b/2", "a_1", "b/1", "ab", "b/10"]:
+            led.step(key, lambda key=key: {"k": key})
+    # Completion order continues across processes; it is not key order.
+    with Ledger.open(tmp_path / "camp", "estimation", PARAMS, resume=True) as led:
+        led.step("b/0", lambda: {"k": "b/0"})
+        assert [k for k, _ in led.steps("b/")] == ["b/2", "b/1", "b/10", "b/0"]
+        assert led.steps("b/1") == [("b/1", {"k": "b/1"}), ("b/10", {"k": "b/10"})]
+        # '_' and '%' are literal characters in a prefix, not wildcards.
+        assert [k for k, _ in led.steps("a_")] == ["a_1"]
+        assert led.steps("%") == []
+        assert [k for k, _ in led.steps()] == ["b/2", "a_1", "b/1", "ab", "b/10", "b/0"]
+
+
+def test_events_and_result_round_trip(tmp_path):
+    d = tmp_path / "camp"
+    with new(d) as led:
+        assert led.events() == [] and led.result() is None
+        led.record("run-started", {"parallelism": [1, 2]})
+        led.record("window-discarded", {"window": 3, "why": "job restarted"})
+        led.record("run-started", {"parallelism": [2, 2]})
+        led.set_result({"slots": 8})
+        led.set_result({"slots": 12, "rate": 2.5e6})  # replaces
+        with pytest.raises(TypeError, match="run-started"):
+            led.record("run-started", {"bad": object()})
+    with Ledger.open(d, "estimation", PARAMS, resume=True) as led:
+        evs = led.events()
+        assert [e["kind"] for e in evs] == ["run-started", "window-discarded", "run-started"]
+        assert [e["data"] for e in evs][1] == {"window": 3, "why": "job restarted"}
+        assert all(set(e) == {"seq", "time", "kind", "data"} for e in evs)
+        seqs = [e["seq"] for e in evs]
+        assert seqs == sorted(seqs) and len(set(seqs)) == 3
+        assert all(abs(e["time"] - time.time()) < 60 for e in evs)
+        assert [e["data"] for e in led.events("run-started")] == [
+            {"parallelism": [1, 2]},
+            {"parallelism": [2, 2]},
+        ]
+        assert led.events("nothing") == []
+        assert led.result() == {"slots": 12, "rate": 2.5e6}
+
+
+def test_wal_and_full_sync(tmp_path):
+    with new(tmp_path / "camp") as led:
+        assert led._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert led._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+# ---------------------------------------------------------------------- refusals
+
+
+def test_new_campaign_where_one_exists_is_refused(tmp_path):
+    d = tmp_path / "camp"
+    with new(d, kind="exploration") as led:
+        led.step("m0", lambda: {"v": 1})
+    with pytest.raises(UserError) as info:
+        new(d, kind="estimation")
+    assert str(info.value) == (
+        f"campaign directory {d} already holds a exploration campaign; pass --resume to continue "
+        f"it, or choose another --campaign-dir"
+    )
+    with Ledger.open(d, "exploration", PARAMS, resume=True) as led:  # untouched
+        assert led.steps() == [("m0", {"v": 1})]
+
+
+def test_resume_without_ledger_is_refused(tmp_path):
+    for d in (tmp_path / "missing", tmp_path):  # neither a directory nor a ledger in it
+        with pytest.raises(UserError) as info:
+            Ledger.open(d, "estimation", PARAMS, resume=True)
+        assert str(info.value) == f"--resume: no campaign in {d}"
+    assert not (tmp_path / Ledger.FILENAME).exists()
+
+
+def test_resume_with_another_kind_is_refused(tmp_path):
+    d = tmp_path / "camp"
+    new(d, kind="estimation").close()
+    with pytest.raises(UserError) as info:
+        Ledger.open(d, "validation", PARAMS, resume=True)
+    assert str(info.value) == f"--resume: {d} holds a estimation campaign, not validation"
+
+
+def test_resume_with_changed_param_names_it_and_both_values(tmp_path):
+    d = tmp_path / "camp"
+    new(d).close()
+    # Same values after a JSON round trip are accepted.
+    Ledger.open(d, "estimation", {"query": "q1", "rate": 2500000.0, "memory": 4096}, resume=True).close()
+    with pytest.raises(UserError) as info:
+        Ledger.open(d, "estimation", {**PARAMS, "rate": 3e6}, resume=True)
+    assert str(info.value) == (
+        f"--resume: the campaign in {d} was started with rate=2500000.0, got rate=3000000.0"
+    )
+    with pytest.raises(UserError, match=r"query='q1', got query='q2'"):
+        Ledger.open(d, "estimation", {**PARAMS, "query": "q2"}, resume=True)
+    with pytest.raises(UserError, match=r"started with slots=\(not set\), got slots=4"):
+        Ledger.open(d, "estimation", {**PARAMS, "slots": 4}, resume=True)
+    with pytest.raises(UserError, match=r"started with memory=4096, got memory=\(not set\)"):
+        Ledger.open(d, "estimation", {"query": "q1", "rate": 2.5e6}, resume=True)
+
+
+def test_resume_compares_params_after_json_round_trip(tmp_path):
+    d = tmp_path / "camp"
+    params = {"budget": (8, 4096), "rates": {"q1": 2.5e6}}
+    new(d, params=params).close()
+    # A tuple is stored as a list; the same tuple on resume must still match.
+    with Ledger.open(d, "estimation", {"budget": (8, 4096), "rates": {"q1": 2500000.0}}, resume=True) as led:
+        assert led.params == {"budget": [8, 4096], "rates": {"q1": 2.5e6}}
+    with pytest.raises(UserError, match=r"started with budget=\[8, 4096\], got budget=\[8, 2048\]"):
+        Ledger.open(d, "estimation", {**params, "budget": (8, 2048)}, resume=True)
+
+
+def _sqlite_file(path: Path, statements: list[str]) -> None:
+    conn = sqlite3.connect(path)
+    for s in statements:
+        conn.execute(s)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("case", ["random-bytes", "empty", "other-sqlite", "other-schema-version"])
+@pytest.mark.parametrize("resume", [True, False])
+def test_foreign_or_corrupt_file_is_refused(tmp_path, case, resume):
+    d = tmp_path / "camp"
+    d.mkdir()
+    path = d / Ledger.FILENAME
+    expected = "is not a StreamBed ledger"
+    if case == "random-bytes":
+        path.write_bytes(os.urandom(4096))
+    elif case == "empty":
+        path.write_bytes(b"")
+    elif case == "other-sqlite":
+        _sqlite_file(path, ["CREATE TABLE meta (key TEXT, value TEXT)", "INSERT INTO meta VALUES ('a', 'b')"])
+    else:
+        new(d).close()
+        _sqlite_file(path, ["UPDATE meta SET value = '99' WHERE key = 'schema_version'"])
+        expected = "schema version 99"
+    before = path.read_bytes()
+    with pytest.raises(UserError, match=expected) as info:
+        Ledger.open(d, "estimation", PARAMS, resume=resume)
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == before  # a stranger's file is left exactly as it was
+
+
+# ---------------------------------------------------------------------- kill -9 mid-campaign
+
+CAMPAIGN_SCRIPT = """
+import json, os, sys, time
+from streambed.ledger import Ledger
+
+campaign_dir, log, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def measure(i):
+    # The side effect is made durable first, so the log shows every execution, even a killed one.
+    with open(log, "a") as f:
+        f.write(f"m{i}\\n")
+        f.flush()
+        os.fsync(f.fileno())
+    time.sleep(0.2)
+    return {"value": i * i}
+
+with Ledger.open(campaign_dir, "estimation", {"steps": 12}, resume=(mode == "resume")) as led:
+    for i in range(12):
+        led.step(f"m{i}", lambda i=i: measure(i))
+    print(json.dumps({"replayed": led.replayed, "executed": led.executed}))
+"""
+
+
+def _lines(log: Path) -> list[str]:
+    return log.read_text().split() if log.exists() else []
+
+
+def test_sigkill_mid_campaign_resumes_without_repeating_finished_steps(tmp_path):
+    script = tmp_path / "campaign.py"
+    script.write_text(CAMPAIGN_SCRIPT)
+    campaign, log = tmp_path / "campaign", tmp_path / "executions.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CONTROLLER), os.environ.get("PYTHONPATH")]))}
+
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(campaign), str(log), "new"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 8
+        while len(_lines(log)) < 5:
+            assert proc.poll() is None, f"campaign exited early: {proc.communicate()}"
+            assert time.monotonic() < deadline, "campaign too slow to start"
+            time.sleep(0.01)
+        proc.kill()  # SIGKILL: no cleanup, no atexit, no close()
+    finally:
+        proc.kill()
+        out, err = proc.communicate()
+    assert proc.returncode == -9, (proc.returncode, err)
+    killed_at = len(_lines(log))
+    assert 5 <= killed_at < 12 and out == b""  # it really died mid-campaign
+
+    done = subprocess.run(
+        [sys.executable, str(script), str(campaign), str(log), "resume"],
+        env=env, capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counts["replayed"] >= 4
+    assert counts["replayed"] + counts["executed"] == 12
+
+    with Ledger.open(campaign, "estimation", {"steps": 12}, resume=True) as led:
+        assert led.steps() == [(f"m{i}", {"value": i * i}) for i in range(12)]
+
+    runs = Counter(_lines(log))
+    assert set(runs) == {f"m{i}" for i in range(12)}
+    assert max(runs.values()) <= 2
+    twice = [k for k, n in runs.items() if n == 2]
+    assert len(twice) <= 1, twice
+    # Every execution is accounted for: the killed run's, then the resumed run's.
+    assert sum(runs.values()) == killed_at + counts["executed"]
