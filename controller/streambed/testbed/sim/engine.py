@@ -143,6 +143,11 @@ class Engine:
         self.slot_share = np.array(slot_share)
         self.slot_edge = np.array(slot_edge, dtype=np.int64)
         self.edge_slot_start = np.array(starts, dtype=np.int64)
+        # Per slot (edge x downstream task): records arriving per record sent by the upstream, and
+        # the upstream's index; slots that receive nothing never limit their edge.
+        self.slot_coef = self.edge_sigma[self.slot_edge] * self.slot_share
+        self.slot_src = self.edge_src[self.slot_edge]
+        self.slot_never = np.where(self.slot_share > 0, 0.0, np.inf)
         srcs = sorted(set(self.edge_src.tolist()))
         self.src_with_out = np.array(srcs, dtype=np.int64)
         self.src_seg_start = np.array([int(np.searchsorted(self.edge_src, s)) for s in srcs], dtype=np.int64)
@@ -157,6 +162,9 @@ class Engine:
         self.is_window = per_task([o.window is not None for o in ops]) > 0
         self.window_ops = [(k, o.window) for k, o in enumerate(ops) if o.window is not None]
         self.op_is_window = np.array([o.window is not None for o in ops])
+        self.has_windows = bool(self.window_ops)
+        self._demand = np.zeros(len(ops) + 1)
+        self._theta = np.ones(len(ops) + 1)
         self.fire_cost = per_task([(o.window.fire_cost_s if o.window else 0.0) for o in ops]) * self.out_sigma
 
         # State and memory.
@@ -235,13 +243,19 @@ class Engine:
 
     def _step(self) -> None:
         dt = self.dt
-        # A firing blocks the task thread: its debt is paid before any input is processed.
-        fire_spend = np.minimum(self.fire_debt, dt)
-        self.fire_debt -= fire_spend
-        cap = self.speed * (dt - fire_spend)
-        # A window task whose previous burst is still undelivered takes no input (back-pressured).
-        held = self.is_window & (self.emit_queue > self.emit_bound * (1.0 + 1e-9))
-        desired = np.where(held, 0.0, np.minimum(self.buf, cap))
+        windows = self.has_windows
+        if windows:
+            # A firing blocks the task thread: its debt is paid before any input is processed.
+            fire_spend = np.minimum(self.fire_debt, dt)
+            self.fire_debt -= fire_spend
+            cap = self.speed * (dt - fire_spend)
+            # A window task whose previous burst is still undelivered takes no input (back-pressured).
+            held = self.is_window & (self.emit_queue > self.emit_bound * (1.0 + 1e-9))
+            desired = np.minimum(self.buf, cap)
+            desired[held] = 0.0
+        else:
+            cap = self.speed * dt
+            desired = np.minimum(self.buf, cap)
 
         # Source: the rate limiter allows target x dt per step (more only with catch-up).
         offer = self.target_rate * dt
@@ -250,14 +264,15 @@ class Engine:
         allowance = min(behind, offer * (1.0 + self.catch_up)) if math.isfinite(self.catch_up) else behind
         src_limit = self.source_cap * dt
         saturated = allowance > src_limit
-        src_demand = min(allowance, src_limit)
-
+        demand = self._demand
+        demand[0] = min(allowance, src_limit)
         # What each operator wants to send, in records processed (windows: records fired).
-        d_op = np.add.reduceat(desired, self.op_start)
-        e_op = np.add.reduceat(self.emit_queue, self.op_start)
-        demand = np.concatenate(([src_demand], np.where(self.op_is_window, e_op, d_op)))
-        flow = self.edge_sigma * demand[self.edge_src]
-        need = flow[self.slot_edge] * self.slot_share
+        demand[1:] = np.add.reduceat(desired, self.op_start)
+        if windows:
+            e_op = np.add.reduceat(self.emit_queue, self.op_start)
+            demand[1:][self.op_is_window] = e_op[self.op_is_window]
+
+        need = demand[self.slot_src] * self.slot_coef
         offered_in = np.bincount(self.slot_task, weights=need, minlength=self.n_tasks)
         self.inflow_ema += min(1.0, dt / INFLOW_EMA_S) * (offered_in / dt - self.inflow_ema)
         # The floor follows the steady inflow but never exceeds a few steps of the task's own
@@ -265,36 +280,39 @@ class Engine:
         buf_cap = np.maximum(self.buffer_records, MIN_BUFFER_STEPS * dt * np.minimum(self.inflow_ema, self.speed))
         free = np.maximum(buf_cap - self.buf, 0.0)
         # A task shares its free space among its inputs in proportion to what each offers now, so
-        # every channel into task j may deliver the same fraction free_j / offered_j of its records.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(offered_in > 0, free / offered_in, np.inf)
-        lim = np.where(need > 0, room[self.slot_task], np.inf)
-        theta_e = np.minimum(np.minimum.reduceat(lim, self.edge_slot_start), 1.0)
-        theta = np.ones(len(self.op_names) + 1)
-        theta[self.src_with_out] = np.minimum.reduceat(theta_e, self.src_seg_start)
+        # every channel into task j may deliver the same fraction free_j / offered_j of its records;
+        # an operator sends at the pace of its most constrained channel.
+        room = free / np.maximum(offered_in, 1e-300)
+        theta_e = np.minimum.reduceat(room[self.slot_task] + self.slot_never, self.edge_slot_start)
+        theta = self._theta
+        theta[self.src_with_out] = np.minimum(np.minimum.reduceat(theta_e, self.src_seg_start), 1.0)
 
-        self.last_theta_e = theta_e  # kept for diagnostics
         th_task = theta[1 + self.task_op]
-        # Windows keep taking input while their burst drains; other operators emit as they process.
-        proc = np.where(self.is_window, desired, desired * th_task)
-        delivered = self.emit_queue * th_task
-        self.emit_queue -= delivered
-        self.acc += proc
-
-        sent = flow * theta[self.edge_src]
-        arrivals = np.bincount(self.slot_task, weights=sent[self.slot_edge] * self.slot_share,
-                               minlength=self.n_tasks)
+        if windows:
+            # Windows keep taking input while their burst drains; others emit as they process.
+            proc = np.where(self.is_window, desired, desired * th_task)
+            delivered = self.emit_queue * th_task
+            self.emit_queue -= delivered
+            self.acc += proc
+        else:
+            proc = desired * th_task
+        arrivals = np.bincount(self.slot_task, weights=need * theta[self.slot_src], minlength=self.n_tasks)
         self.buf += arrivals - proc
-        emitted = src_demand * theta[0]
+        emitted = demand[0] * theta[0]
         self.emitted_total += emitted
 
-        busy = proc * self._inv_speed + fire_spend
-        blocked = np.where(held, np.minimum(self.buf, cap), desired - proc)
-        bp = np.minimum(blocked * self._inv_speed, dt - busy)
+        inv = self._inv_speed
+        if windows:
+            busy = proc * inv + fire_spend
+            blocked = np.where(held, np.minimum(self.buf, cap), desired - proc)
+            self._acc_out += np.where(self.is_window, delivered, proc) * self.out_sigma
+        else:
+            busy = proc * inv
+            blocked = desired - proc
+            self._acc_out += proc * self.out_sigma
         self._acc_busy += busy
-        self._acc_bp += bp
+        self._acc_bp += np.minimum(blocked * inv, dt - busy)
         self._acc_in += proc
-        self._acc_out += np.where(self.is_window, delivered, proc) * self.out_sigma
         self._acc_emitted += emitted
         self._acc_offered += offer
         self._acc_saturated += dt if saturated else 0.0

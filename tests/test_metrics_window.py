@@ -1,0 +1,43 @@
+"""From per-task samples to a measurement: shared by every testbed."""
+
+import numpy as np
+import pytest
+
+from streambed.metrics import window
+from streambed.model import Measurement
+
+
+def test_operator_metrics_group_tasks_by_operator():
+    ops = window.operator_metrics(["a", "b"], [1, 2], busy=np.array([0.5, 0.2, 0.9]),
+                                  backpressured=np.array([0.1, 0.0, 0.0]),
+                                  records_in=np.array([100.0, 30.0, 70.0]), records_out=np.array([90.0, 30.0, 70.0]))
+    a, b = ops
+    assert (a.operator, a.parallelism, a.input_rate, a.busyness) == ("a", 1, 100.0, 0.5)
+    assert b.input_rate == 100.0
+    assert b.busyness == pytest.approx(0.55)
+    assert b.busyness_max == pytest.approx(0.9)
+    assert b.task_busyness == (0.2, 0.9)
+
+
+def test_slope_and_variation():
+    assert window.slope([0, 1, 2, 3], [5, 7, 9, 11]) == pytest.approx(2.0)
+    assert window.slope([1], [5]) == 0.0
+    assert window.coefficient_of_variation([10, 10, 10]) == 0.0
+    assert window.coefficient_of_variation([9, 11]) == pytest.approx(0.1)
+
+
+def test_measurement_uses_counter_differences_and_round_trips():
+    m = window.measurement(start=100, end=130, target_rate=1000, emitted=27_000, offered=30_000,
+                           sample_times=[105, 110, 115, 120, 125, 130], sample_emitted_rates=[900] * 6,
+                           sample_pending=[500, 1000, 1500, 2000, 2500, 3000], pending_start=0,
+                           operators=(), source_saturated=False)
+    assert m.achieved_rate == pytest.approx(900)
+    assert m.target_rate == pytest.approx(1000)
+    assert m.ratio == pytest.approx(0.9)
+    assert not m.sustained()
+    assert m.pending_slope == pytest.approx(100)
+    assert Measurement.from_dict(m.to_dict()) == m
+    with pytest.raises(ValueError):
+        window.measurement(start=1, end=1, target_rate=1, emitted=0, offered=0, sample_times=[],
+                           sample_emitted_rates=[], sample_pending=[], pending_start=0, operators=(),
+                           source_saturated=False)

@@ -1,0 +1,58 @@
+"""Ground truth: the engine's own MST of the best configuration, and the smallest budget for a rate."""
+
+import pytest
+
+from streambed.errors import UserError
+from streambed.testbed.sim.profile import load_profile, parse_profile
+from streambed.testbed.sim.truth import GroundTruth, TruthSettings
+
+FAST = TruthSettings(observe_s=120, ramp_s=20, warmup_s=40, sensibility=0.005)
+
+
+def test_true_mst_is_sustained_just_below_and_not_just_above():
+    gt = GroundTruth(load_profile("q11"), FAST)
+    t = gt.true_mst(12, 4096)
+    assert t.configuration.slots == 12
+    assert t.mst == pytest.approx(t.model_mst, rel=0.02)
+    assert gt.sustains(12, 4096, 0.98 * t.mst)
+    assert not gt.sustains(12, 4096, 1.03 * t.mst)
+
+
+def test_true_mst_grows_with_the_budget():
+    gt = GroundTruth(load_profile("q1"), FAST)
+    assert gt.true_mst(4, 4096).mst < gt.true_mst(8, 4096).mst < gt.true_mst(16, 4096).mst
+
+
+def test_min_slots_is_the_smallest_budget_that_sustains_the_rate():
+    gt = GroundTruth(load_profile("q11"), FAST)
+    rate = 1.0e6
+    slots, truth = gt.min_slots(rate, 4096)
+    assert truth.mst >= rate * 0.998
+    assert gt.sustains(slots, 4096, rate)
+    assert not gt.sustains(slots - 1, 4096, rate)
+
+
+def test_min_slots_reports_a_rate_no_budget_reaches():
+    # one key: the keyed operator can never use more than one task
+    prof = parse_profile({"name": "hot", "operators": [
+        {"name": "m", "kind": "map", "rate": 1e6, "inputs": [{"from": "source"}]},
+        {"name": "agg", "kind": "aggregate", "rate": 10_000, "keys": {"count": 1, "zipf": 0},
+         "inputs": [{"from": "m", "partitioning": "hash"}]},
+        {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]},
+    ]}, "hot.yaml")
+    gt = GroundTruth(prof, TruthSettings(max_slots=2000, observe_s=60, ramp_s=10, warmup_s=20))
+    assert gt.min_slots(50_000, 4096) is None
+    slots, _ = gt.min_slots(9_000, 4096)
+    assert slots == 3
+
+
+def test_min_slots_rejects_a_non_positive_rate():
+    with pytest.raises(UserError, match="rate"):
+        GroundTruth(load_profile("q1"), FAST).min_slots(0, 4096)
+
+
+def test_analytic_profiles_reach_their_formula():
+    prof = load_profile("paper-q5-log")
+    gt = GroundTruth(prof, FAST)
+    for slots in (9, 48):
+        assert gt.true_mst(slots, 4096).mst == pytest.approx(prof.analytic.capacity(4096, slots), rel=0.01)
