@@ -23,8 +23,11 @@ $(VENV)/.installed: pyproject.toml
 
 venv install: $(VENV)/.installed
 
+# A campaign of the same query resumes (finished measurements come from its ledger);
+# remove $(CAMPAIGN_DIR)/plan-$(QUERY) or set CAMPAIGN_DIR for a fresh one.
 plan: $(VENV)/.installed
-	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(CAMPAIGN_DIR)
+	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(CAMPAIGN_DIR) \
+		$(if $(wildcard $(CAMPAIGN_DIR)/plan-$(QUERY)/ledger.sqlite),--resume)
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q

@@ -78,10 +78,16 @@ def parse_configuration(text: str, query) -> Configuration:
         if "=" not in part:
             raise UserError(f"--config: expected operator=parallelism pairs such as Calc#1=2,Sink#2=1, got {part!r}")
         op, _, p = part.partition("=")
+        if op.strip() in mapping:
+            raise UserError(f"--config: operator {op.strip()} is given twice")
         try:
             mapping[op.strip()] = int(p)
         except ValueError:
             raise UserError(f"--config: parallelism of {op.strip()} must be an integer, got {p!r}") from None
+    unknown = [op for op in mapping if op not in query.operators]
+    if unknown:
+        raise UserError(f"--config: unknown operator(s) {', '.join(unknown)} for query {query.name} "
+                        f"(expected: {', '.join(query.operators)})")
     return Configuration.of(query, mapping)
 
 
@@ -125,6 +131,8 @@ def _ground_truth(args):
 def cmd_sim_truth(args, out: Output) -> None:
     gt = _ground_truth(args)
     Budget(args.slots, args.memory)  # validates
+    if args.slots > gt.settings.max_slots:
+        raise UserError(f"--slots: expected at most {gt.settings.max_slots} slots, got {args.slots}")
     with out.progress(f"ground truth of {args.profile}: {args.slots} slots x {args.memory} MB", total=None):
         truth = gt.true_mst(args.slots, args.memory)
     out.table(f"Ground truth: {args.profile}, {args.slots} slots of {args.memory} MB",
@@ -187,6 +195,7 @@ def cmd_sim_run(args, out: Output) -> None:
         configuration, _ = capacity_model(profile, args.memory).best_configuration(args.slots or query.size)
     tb = SimTestbed(profile, SimSettings(max_slots=max(configuration.slots, query.size), memory_profiles=(args.memory,),
                                          seed=args.seed))
+    _check_window("--duration", args.duration, tb.info())
     tb.prepare(Budget(configuration.slots, args.memory))
     run = tb.start(profile.name, configuration, args.rate)
     m = tb.observe(run, args.duration)
@@ -203,6 +212,21 @@ def cmd_sim_run(args, out: Output) -> None:
                            "busy": np.asarray(s.busy).round(4).tolist()}})
 
 
+def _check_window(option: str, seconds: float, info) -> None:
+    if seconds < info.sample_period:
+        raise UserError(f"{option}: expected at least the testbed's metric sample period ({info.sample_period:g} s), "
+                        f"got {seconds:g}")
+
+
+def _check_budget(budget: Budget, info) -> None:
+    """Refuse a budget the testbed cannot deploy before a campaign directory is created for it."""
+    if budget.memory_mb not in info.memory_profiles:
+        offered = ", ".join(str(m) for m in info.memory_profiles)
+        raise UserError(f"--memory: the {info.name} testbed offers {offered} MB per slot, got {budget.memory_mb}")
+    if budget.slots > info.max_slots:
+        raise UserError(f"--config: uses {budget.slots} slots, the {info.name} testbed offers at most {info.max_slots}")
+
+
 def _testbed_for(args):
     if args.testbed != "sim":
         raise UserError(f"--testbed: {args.testbed!r} is not available yet (expected: sim); the Flink testbed comes with issue #4")
@@ -210,6 +234,8 @@ def _testbed_for(args):
     from .testbed.sim.testbed import SimSettings, SimTestbed
 
     profile = load_profile(args.profile or args.query)
+    if profile.name != args.query:
+        raise UserError(f"--profile: {args.profile} describes query {profile.name}, not --query {args.query}")
     return SimTestbed(profile, SimSettings(seed=args.seed)), profile.name
 
 
@@ -221,6 +247,9 @@ def cmd_measure(args, out: Output) -> None:
     query = testbed.query(query_name)
     configuration = parse_configuration(args.config, query) if args.config else Configuration.single_task(query)
     budget = Budget(configuration.slots, args.memory)
+    info = testbed.info()
+    _check_budget(budget, info)
+    _check_window("--window", args.window, info)
     timing = WindowTiming(args.warmup, args.ramp, args.window)
     campaign_dir = Path(args.campaign_dir or f"campaigns/measure-{query_name}")
     params = {"testbed": args.testbed, "query": query_name, "memory_mb": args.memory,
@@ -254,12 +283,12 @@ def cmd_plan(args, out: Output) -> None:
     memory = max(info.memory_profiles)
     configuration = Configuration.single_task(query)
     rates = [args.start_rate * 2 ** i for i in range(args.steps)]
-    out.info(f"[bold]StreamBed plan for {query_name}[/bold]: the Capacity Estimator, Configuration Optimizer and "
-             f"Resource Explorer arrive with the planner issue (#3). Meanwhile: the single-task configuration on a "
-             f"rate ladder, on the {info.name} testbed ({memory} MB per slot).")
     campaign_dir = Path(args.campaign_dir) / f"plan-{query_name}"
     params = {"testbed": args.testbed, "query": query_name, "memory_mb": memory, "rates": rates, "seed": args.seed}
     with Ledger.open(campaign_dir, "plan", params, resume=args.resume) as ledger:
+        out.info(f"[bold]StreamBed plan for {query_name}[/bold]: the Capacity Estimator, Configuration Optimizer and "
+                 f"Resource Explorer arrive with the planner issue (#3). Meanwhile: the single-task configuration on "
+                 f"a rate ladder, on the {info.name} testbed ({memory} MB per slot).")
         with out.progress("rate ladder", total=len(rates)) as step:
             results = measure_rates(testbed, ledger, query_name, Budget(configuration.slots, memory), configuration,
                                     rates, WindowTiming(60, 20, 30),

@@ -47,9 +47,19 @@ class Output:
         columns = [SpinnerColumn(), TextColumn("{task.description}")]
         if total is not None:
             columns += [BarColumn(), MofNCompleteColumn()]
-        with Progress(*columns, TimeElapsedColumn(), console=self.err, transient=False, disable=self.quiet) as p:
+        p = Progress(*columns, TimeElapsedColumn(), console=self.err, transient=False, disable=self.quiet)
+        p.start()
+        try:
             task = p.add_task(description, total=total)
             yield Step(p, task)
+        except BaseException:
+            # The caller prints one error line: leave no progress line above it. A transient live
+            # display erases itself on a terminal and writes nothing to a file or pipe; p.stop()
+            # would also end the (absent) line with a newline there, so stop the live display alone.
+            p.live.transient = True
+            p.live.stop()
+            raise
+        p.stop()
 
 
 class Step:

@@ -84,7 +84,6 @@ class Engine:
         self.rng = np.random.default_rng(seed)
         self.noise_enabled = noise
         self.target_rate = 0.0
-        self.time = 0.0
         self._step_index = 0
         self.samples = SampleLog.empty()
         self.restarts = 0
@@ -181,7 +180,8 @@ class Engine:
 
     def _reset_state(self, state_age_s: float = 0.0) -> None:
         n = self.n_tasks
-        self.run_time = state_age_s  # age of the job's state: drives warm-up
+        self._state_age = state_age_s  # age of the job's state at the (re)start: drives warm-up
+        self._restart_step = self._step_index
         self.buf = np.zeros(n)
         self.inflow_ema = np.zeros(n)
         self.acc = np.zeros(n)
@@ -207,6 +207,16 @@ class Engine:
         self._reset_state()
 
     # ------------------------------------------------------------------------------------------
+
+    @property
+    def time(self) -> float:
+        """Seconds since the job started (counted in steps: no drift from adding dt)."""
+        return self._step_index * self.dt
+
+    @property
+    def run_time(self) -> float:
+        """Age of the job's state: seconds since its (re)start, plus its initial age."""
+        return self._state_age + (self._step_index - self._restart_step) * self.dt
 
     @property
     def pending(self) -> float:
@@ -319,10 +329,8 @@ class Engine:
         self._slow_in += proc
 
         t0 = self.run_time
-        self.time += dt
-        self.run_time += dt
-        self._slow_elapsed += dt
         self._step_index += 1
+        self._slow_elapsed += dt
         for k, w in self.window_ops:
             if math.floor(self.run_time / w.slide_s + 1e-9) > math.floor(t0 / w.slide_s + 1e-9):
                 self._fire(k, w)

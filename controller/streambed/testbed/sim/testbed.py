@@ -117,7 +117,7 @@ class SimTestbed:
         eng = self._engine(run)
         restarts = eng.restarts
         first = len(eng.samples)
-        t0, e0, o0, p0 = eng.time, eng.emitted_total, eng.offered_total, eng.pending
+        t0, e0, p0 = eng.time, eng.emitted_total, eng.pending
         self._advance(run, seconds)
         if eng.restarts != restarts:
             raise JobRestarted(f"{run.id}: the job restarted during the observation window")
@@ -130,7 +130,8 @@ class SimTestbed:
         ops = window.operator_metrics(eng.op_names, eng.parallelism, busy, bp, rin, rout)
         return window.measurement(
             start=t0, end=eng.time, target_rate=eng.target_rate,
-            emitted=eng.emitted_total - e0, offered=eng.offered_total - o0,
+            # the rate is constant over the window: its offer is exact, free of summation noise
+            emitted=eng.emitted_total - e0, offered=eng.target_rate * (eng.time - t0),
             sample_times=s.time[idx], sample_emitted_rates=s.emitted[idx], sample_pending=s.pending[idx],
             pending_start=p0, operators=ops, source_saturated=any(x > 0 for x in s.saturated[idx]),
         )

@@ -1,0 +1,381 @@
+"""The ``streambed`` command as a user runs it: a subprocess in a scratch directory.
+
+Checks the project rules for the CLI (bad input: one line naming the field, exit status 2, no
+traceback; ``--json``: exactly one JSON document on stdout) and the measurement campaign's ledger
+end to end, including a real SIGKILL in the middle of a campaign and its ``--resume``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streambed import __version__
+
+_SCRIPT = Path(sys.executable).with_name("streambed")
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "streambed"]
+
+Q1_RATES = "5e5,1e6,2e6,4e6"
+Q1_CAMPAIGN = ["measure", "--query", "q1", "--rates", Q1_RATES, "--warmup", "10", "--ramp", "5", "--window", "10",
+               "--campaign-dir", "camp"]
+
+VALID_PROFILE = """\
+name: tiny
+description: "a two-operator map for the CLI tests"
+operators:
+  - name: "Calc#1"
+    kind: map
+    rate: 1000000
+    inputs:
+      - {from: source, selectivity: 1.0, partitioning: rebalance}
+  - name: "Sink#2"
+    kind: sink
+    rate: 5000000
+    inputs:
+      - {from: "Calc#1", selectivity: 0.5, partitioning: rebalance}
+"""
+
+BAD_YAML = "name: [unclosed\n  operators: :\n"
+
+
+def _env(columns: int) -> dict:
+    env = dict(os.environ)
+    # Whatever terminal pytest runs in, the command sees plain pipes: no forced colours or TTY mode.
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "CLICOLOR_FORCE"):
+        env.pop(var, None)
+    env["COLUMNS"] = str(columns)  # wide: table cells are not wrapped; narrow: errors must still be one line
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def streambed(*args: str, cwd: Path, columns: int = 200, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*COMMAND, *args], cwd=cwd, env=_env(columns), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def json_result(proc: subprocess.CompletedProcess):
+    """The one JSON document on stdout of a successful command (json.loads refuses anything extra)."""
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        pytest.fail(f"stdout is not exactly one JSON document ({exc}):\n{proc.stdout[:2000]}")
+
+
+def error_line(proc: subprocess.CompletedProcess) -> str:
+    """The one error line of a refused command (exit 2, nothing on stdout, no traceback)."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stdout == ""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{proc.stderr}"
+    assert lines[0].startswith("streambed: error: "), lines[0]
+    return lines[0]
+
+
+def source_column(table_text: str) -> list[str]:
+    """The 'source' cells (ledger / measured) of a measure table, top to bottom."""
+    return re.findall(r"│\s*(ledger|measured)\s*│", table_text)
+
+
+def ledger_rows(campaign_dir: Path, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{campaign_dir / 'ledger.sqlite'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------- bad input
+
+
+BAD_INPUT = [
+    # id, argv, fragments the error line must contain
+    ("unknown-profile", ["sim", "truth", "--profile", "nope", "--slots", "4", "--memory", "4096"],
+     ["profile", "'nope'"]),
+    ("slots-not-a-number", ["sim", "truth", "--profile", "q1", "--slots", "x", "--memory", "4096"],
+     ["--slots", "'x'", "positive integer"]),
+    ("slots-zero", ["sim", "truth", "--profile", "q1", "--slots", "0", "--memory", "4096"],
+     ["--slots", "'0'", "positive integer"]),
+    ("memory-negative", ["sim", "truth", "--profile", "q1", "--slots", "4", "--memory", "-5"],
+     ["--memory", "'-5'", "positive integer"]),
+    ("rate-not-a-number", ["sim", "min-slots", "--profile", "q1", "--rate", "abc", "--memory", "4096"],
+     ["--rate", "'abc'", "positive number"]),
+    ("rate-negative", ["sim", "min-slots", "--profile", "q1", "--rate", "-1", "--memory", "4096"],
+     ["--rate", "'-1'", "positive number"]),
+    ("slots-below-operators", ["sim", "truth", "--profile", "q5", "--slots", "3", "--memory", "4096"],
+     ["slots", "operators (9)", "got 3"]),
+    ("slots-beyond-bound", ["sim", "truth", "--profile", "q1", "--slots", "99999999", "--memory", "4096"],
+     ["--slots", "99999999"]),
+    ("profile-file-missing", ["sim", "check", "/nonexistent.yaml"], ["/nonexistent.yaml", "not found"]),
+    ("profile-file-malformed", ["sim", "check", "bad.yaml"], ["bad.yaml", "YAML"]),
+    ("run-duration-zero", ["sim", "run", "--profile", "q1", "--rate", "1e6", "--slots", "2", "--duration", "0"],
+     ["--duration", "got 0"]),
+    ("calibrate-unknown-profile", ["sim", "calibrate", "--profiles", "nope"], ["profile", "'nope'"]),
+    ("config-unknown-operator", ["measure", "--query", "q1", "--rates", "1e6", "--config", "Nope#9=1"],
+     ["--config", "Nope#9"]),
+    ("config-unknown-operator-extra", ["measure", "--query", "q1", "--rates", "1e6",
+                                       "--config", "Calc#1=1,Sink#2=1,Nope#9=1"], ["--config", "Nope#9"]),
+    ("config-not-integer", ["measure", "--query", "q1", "--rates", "1e6", "--config", "Calc#1=zero"],
+     ["--config", "Calc#1", "'zero'"]),
+    ("config-duplicate", ["measure", "--query", "q1", "--rates", "1e6", "--config", "Calc#1=1,Calc#1=2,Sink#2=1"],
+     ["--config", "Calc#1", "twice"]),
+    ("profile-of-another-query", ["measure", "--query", "q1", "--profile", "q5", "--rates", "1e6"],
+     ["--profile", "q5", "q1"]),
+    ("config-too-many-slots", ["measure", "--query", "q1", "--rates", "1e6", "--config", "Calc#1=40,Sink#2=9"],
+     ["--config", "49", "48"]),
+    ("rates-empty", ["measure", "--query", "q1", "--rates", ""], ["--rates", "comma-separated"]),
+    ("rates-bad-item", ["measure", "--query", "q1", "--rates", "1e6,fast"], ["--rates", "'fast'"]),
+    ("testbed-flink", ["measure", "--query", "q1", "--rates", "1e6", "--testbed", "flink"],
+     ["--testbed", "'flink'"]),
+    ("memory-not-offered", ["measure", "--query", "q1", "--rates", "1e6", "--memory", "3000"],
+     ["--memory", "3000", "512, 1024, 2048, 4096"]),
+    ("window-shorter-than-a-sample", ["measure", "--query", "q1", "--rates", "1e6", "--window", "1"],
+     ["--window", "got 1"]),
+    ("resume-without-campaign", ["measure", "--query", "q1", "--rates", "1e6", "--resume"], ["--resume"]),
+    ("unknown-command", ["frobnicate"], ["'frobnicate'", "measure"]),
+    ("unknown-sim-command", ["sim", "frobnicate"], ["'frobnicate'", "profiles"]),
+    ("missing-required-option", ["sim", "truth", "--profile", "q1", "--slots", "4"], ["required", "--memory"]),
+    ("measure-missing-query", ["measure", "--rates", "1e6"], ["required", "--query"]),
+    ("no-command", [], ["required", "command"]),
+]
+
+
+@pytest.mark.parametrize("argv, fragments", [pytest.param(a, f, id=i) for i, a, f in BAD_INPUT])
+def test_bad_input_is_one_line_exit_2(tmp_path, argv, fragments):
+    (tmp_path / "bad.yaml").write_text(BAD_YAML)
+    if argv and argv[0] == "measure":
+        argv = [*argv, "--campaign-dir", "camp"]
+    # Narrow terminal: the error line must not be wrapped into several.
+    line = error_line(streambed(*argv, cwd=tmp_path, columns=40))
+    for fragment in fragments:
+        assert fragment in line, f"{fragment!r} not named in: {line}"
+    # Refused input leaves no campaign behind (a later run would otherwise need --resume).
+    assert not (tmp_path / "camp").exists()
+    assert not (tmp_path / "campaigns").exists()
+
+
+@pytest.mark.parametrize("argv", [["sim", "truth", "--profile", "q5", "--slots", "3", "--memory", "4096", "--json"],
+                                  ["measure", "--query", "q1", "--rates", "1e6", "--memory", "3000", "--json",
+                                   "--campaign-dir", "camp"]],
+                         ids=["truth", "measure"])
+def test_bad_input_with_json_prints_nothing_on_stdout(tmp_path, argv):
+    # These fail inside a progress display: the display must not leave a line above the error.
+    error_line(streambed(*argv, cwd=tmp_path, columns=40))
+
+
+# ---------------------------------------------------------------------- --json results
+
+
+def test_sim_profiles_json(tmp_path):
+    data = json_result(streambed("sim", "profiles", "--json", cwd=tmp_path))
+    assert isinstance(data, list)
+    by_name = {p["name"]: p for p in data}
+    assert {"q1", "q2", "q5", "q8", "q11", "paper-q5-log"} <= set(by_name)
+    for p in data:
+        assert set(p) == {"name", "kind", "operators", "description"}
+        assert isinstance(p["operators"], int) and p["operators"] >= 1
+        assert p["description"]
+    assert (by_name["q1"]["kind"], by_name["q1"]["operators"]) == ("nexmark", 2)
+    assert by_name["paper-q5-log"]["kind"] == "analytic log"
+    assert by_name["paper-q5-log"]["operators"] == 9
+
+
+def test_sim_profiles_without_json_prints_a_table_not_json(tmp_path):
+    proc = streambed("sim", "profiles", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "paper-q5-log" in proc.stdout
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(proc.stdout)
+
+
+def test_sim_truth_json(tmp_path):
+    t = json_result(streambed("sim", "truth", "--profile", "q1", "--slots", "4", "--memory", "4096", "--json",
+                              cwd=tmp_path))
+    assert {"profile", "slots", "memory_mb", "mst", "model_mst", "bottleneck", "configuration"} <= set(t)
+    assert (t["profile"], t["slots"], t["memory_mb"]) == ("q1", 4, 4096)
+    assert set(t["configuration"]) == {"Calc#1", "Sink#2"}
+    assert all(isinstance(p, int) and p >= 1 for p in t["configuration"].values())
+    assert sum(t["configuration"].values()) == 4
+    assert t["mst"] > 0
+    assert t["model_mst"] == pytest.approx(t["mst"], rel=0.02)
+    assert t["bottleneck"] in t["configuration"]
+
+
+def test_sim_min_slots_json(tmp_path):
+    d = json_result(streambed("sim", "min-slots", "--profile", "q1", "--rate", "1e7", "--memory", "4096", "--json",
+                              cwd=tmp_path))
+    assert d["reachable"] is True
+    assert d["rate"] == 1e7 and d["memory_mb"] == 4096
+    assert isinstance(d["slots"], int) and d["slots"] >= 2
+    truth = d["truth"]
+    assert truth["mst"] >= 1e7
+    assert truth["slots"] == d["slots"]
+    assert sum(truth["configuration"].values()) == d["slots"]
+
+
+def test_sim_min_slots_unreachable_json(tmp_path):
+    d = json_result(streambed("sim", "min-slots", "--profile", "q1", "--rate", "1e12", "--memory", "4096",
+                              "--max-slots", "50", "--json", cwd=tmp_path))
+    assert d["reachable"] is False and d["slots"] is None and d["max_slots"] == 50
+
+
+def test_sim_check_json(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(VALID_PROFILE)
+    d = json_result(streambed("sim", "check", "tiny.yaml", "--json", cwd=tmp_path))
+    assert d["file"] == "tiny.yaml"
+    assert d["name"] == "tiny"
+    assert d["operators"] == ["Calc#1", "Sink#2"]
+    assert d["input_ratios"] == pytest.approx({"Calc#1": 1.0, "Sink#2": 0.5})
+
+
+def test_sim_run_json(tmp_path):
+    d = json_result(streambed("sim", "run", "--profile", "q1", "--rate", "1e6", "--slots", "2", "--duration", "60",
+                              "--json", cwd=tmp_path))
+    assert d["configuration"] == {"Calc#1": 1, "Sink#2": 1}
+    m = d["measurement"]
+    assert m["target_rate"] == pytest.approx(1e6, rel=1e-6)
+    # One q1 task sustains ~1.65e6 events/s: 1e6 gets through, less only what the job start holds back.
+    assert m["achieved_rate"] == pytest.approx(1e6, rel=0.03)
+    assert m["end"] - m["start"] == pytest.approx(60)
+    assert [o["operator"] for o in m["operators"]] == ["Calc#1", "Sink#2"]
+    series = d["series"]
+    assert set(series) == {"time", "achieved", "pending", "busy"}
+    lengths = {k: len(v) for k, v in series.items()}
+    assert len(set(lengths.values())) == 1, lengths
+    assert lengths["time"] >= 60 / 5  # one sample per 5 s period
+    assert series["time"] == sorted(series["time"])
+    assert all(len(row) == 2 for row in series["busy"])  # one column per task
+
+
+# ---------------------------------------------------------------------- measurement campaign and ledger
+
+
+def test_measure_campaign_json_resume_and_parameter_check(tmp_path):
+    first = json_result(streambed(*Q1_CAMPAIGN, "--json", cwd=tmp_path))
+    assert first["campaign_dir"] == "camp"
+    assert first["configuration"] == {"Calc#1": 1, "Sink#2": 1}
+    assert first["memory_mb"] == 4096
+    ms = first["measurements"]
+    assert [m["target_rate"] for m in ms] == pytest.approx([5e5, 1e6, 2e6, 4e6], rel=1e-6)
+    for m in ms[:2]:  # below one task's ~1.65e6
+        assert m["achieved_rate"] / m["target_rate"] >= 0.99
+        assert m["ratio"] >= 0.99
+    over = ms[3]
+    assert over["achieved_rate"] < 0.6 * over["target_rate"]
+    assert 1.3e6 < over["achieved_rate"] < 2.0e6  # saturated at about one task's capacity
+    assert (tmp_path / "camp" / "ledger.sqlite").is_file()
+    assert ledger_rows(tmp_path / "camp", "SELECT COUNT(*) FROM steps") == [(4,)]
+
+    # The same campaign again: refused without --resume, one line saying so.
+    line = error_line(streambed(*Q1_CAMPAIGN, "--json", cwd=tmp_path, columns=40))
+    assert "--resume" in line and "camp" in line
+
+    # With --resume: every window comes from the ledger, identical, and nothing is run again.
+    again = json_result(streambed(*Q1_CAMPAIGN, "--resume", "--json", cwd=tmp_path))
+    assert again["measurements"] == ms
+    human = streambed(*Q1_CAMPAIGN, "--resume", cwd=tmp_path)
+    assert human.returncode == 0, human.stderr
+    assert source_column(human.stdout) == ["ledger"] * 4
+    assert ledger_rows(tmp_path / "camp", "SELECT COUNT(*) FROM steps") == [(4,)]
+    assert ledger_rows(tmp_path / "camp", "SELECT COUNT(*) FROM events WHERE kind = 'run-started'") == [(1,)]
+
+    # Resuming with other rates is refused, naming the parameter.
+    changed = [a if a != Q1_RATES else "5e5,1e6,2e6" for a in Q1_CAMPAIGN]
+    line = error_line(streambed(*changed, "--resume", "--json", cwd=tmp_path, columns=40))
+    assert "rates" in line and "--resume" in line
+
+
+def test_measure_human_table_marks_measured_windows(tmp_path):
+    proc = streambed(*Q1_CAMPAIGN, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert source_column(proc.stdout) == ["measured"] * 4
+    assert "not sustained" in proc.stdout and "sustained" in proc.stdout
+
+
+KILL_RATES = ["1e4", "2e4", "5e4", "1e5", "2e5", "3e5", "5e5", "1e6"]
+KILL_CAMPAIGN = ["measure", "--query", "q8", "--rates", ",".join(KILL_RATES), "--warmup", "300", "--ramp", "60",
+                 "--window", "900", "--campaign-dir", "kill"]
+
+
+def test_measure_killed_mid_campaign_resumes_without_repeating_windows(tmp_path):
+    ledger_dir = tmp_path / "kill"
+    with open(tmp_path / "first.err", "w") as err:
+        proc = subprocess.Popen([*COMMAND, *KILL_CAMPAIGN], cwd=tmp_path, env=_env(200),
+                                stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 20
+            done = 0
+            while done < 2:
+                assert proc.poll() is None, "the campaign ended before it could be killed mid-way"
+                assert time.monotonic() < deadline, "no two windows in the ledger after 20 s"
+                time.sleep(0.02)
+                if (ledger_dir / "ledger.sqlite").exists():
+                    try:
+                        done = ledger_rows(ledger_dir, "SELECT COUNT(*) FROM steps")[0][0]
+                    except sqlite3.OperationalError:  # schema not created yet, or a write in progress
+                        pass
+            assert proc.poll() is None, "the campaign ended before it could be killed mid-way"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    before = ledger_rows(ledger_dir, "SELECT key, data FROM steps ORDER BY seq")
+    done = len(before)
+    assert 2 <= done < len(KILL_RATES), f"{done} windows finished before the kill"
+    assert ledger_rows(ledger_dir, "SELECT kind FROM events ORDER BY seq") == [("run-started",)]  # no clean stop
+
+    resumed = streambed(*KILL_CAMPAIGN, "--resume", "--json", cwd=tmp_path)
+    result = json_result(resumed)
+    ms = result["measurements"]
+    assert len(ms) == len(KILL_RATES)
+    assert [m["target_rate"] for m in ms] == pytest.approx([float(r) for r in KILL_RATES], rel=1e-6)
+    # The windows finished before the kill are replayed as recorded, not measured again ...
+    assert ms[:done] == [json.loads(data) for _, data in before]
+    assert source_column(resumed.stderr) == ["ledger"] * done + ["measured"] * (len(KILL_RATES) - done)
+    # ... and the ledger shows the resumed process ran only the missing ones, on one new job.
+    after = ledger_rows(ledger_dir, "SELECT key FROM steps ORDER BY seq")
+    assert len(after) == len(KILL_RATES)
+    assert after[:done] == [(k,) for k, _ in before]
+    assert ledger_rows(ledger_dir, "SELECT kind FROM events ORDER BY seq") == [
+        ("run-started",), ("run-started",), ("run-stopped",)]
+
+
+# ---------------------------------------------------------------------- plan and version
+
+
+def test_plan_json_is_the_single_task_rate_ladder(tmp_path):
+    argv = ["plan", "--query", "q1", "--steps", "3", "--start-rate", "1e5", "--json"]
+    d = json_result(streambed(*argv, cwd=tmp_path))
+    assert "#3" in d["planner"]
+    assert d["query"] == "q1"
+    assert d["configuration"] == {"Calc#1": 1, "Sink#2": 1}
+    assert len(d["measurements"]) == 3
+    assert [m["target_rate"] for m in d["measurements"]] == pytest.approx([1e5, 2e5, 4e5], rel=1e-6)
+    assert d["highest_sustained_rate"] == pytest.approx(4e5, rel=1e-6)
+    assert (tmp_path / "campaigns" / "plan-q1" / "ledger.sqlite").is_file()
+
+    # A second plan of the same query: one error line (no banner before it), then --resume replays.
+    line = error_line(streambed(*argv, cwd=tmp_path, columns=40))
+    assert "--resume" in line and "plan-q1" in line
+    assert json_result(streambed(*argv, "--resume", cwd=tmp_path)) == d
+
+
+def test_version(tmp_path):
+    proc = streambed("--version", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"streambed {__version__}"
