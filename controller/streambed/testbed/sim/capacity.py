@@ -288,44 +288,6 @@ class AnalyticCapacityModel:
         s = self.speed_scale(configuration.slots)
         return Capacity(cap.mst * s, cap.bottleneck, {k: v * s for k, v in cap.operators.items()})
 
-    def _smallest_configuration(self, names: list[str], rate: float, limit: int, slots: int) -> dict[str, int] | None:
-        """Fewest slots per operator that sustain ``rate``, or None if more than ``slots`` are needed.
-
-        Each operator first gets the least parallelism its task rate and skew allow; then, while
-        straggling firings cost more than the loss budget, window operators gain slots one at a time
-        where a slot removes the most loss (fewer records per task make shorter firings)."""
-        need = {}
-        for n in names:
-            p = self._min_parallelism(n, rate, limit)
-            if p is None:
-                return None
-            need[n] = p
-        if sum(need.values()) > slots:
-            return None
-        budget = self._loss_budget()
-        loss = {n: self.straggler_loss(n, need[n], rate) for n in self._window_names}
-        while sum(loss.values()) > budget:
-            spare = slots - sum(need.values())
-            best = None  # (loss removed per slot, operator, slots to add, new loss)
-            for n in self._window_names:
-                # Key-group plateaus can make one more task useless (same hottest share, one more
-                # chance of a straggler): look ahead to the next parallelism that helps.
-                for k in range(1, spare + 1):
-                    after = self.straggler_loss(n, need[n] + k, rate)
-                    if after < loss[n]:
-                        gain = (loss[n] - after) / k
-                        if best is None or gain > best[0]:
-                            best = (gain, n, k, after)
-                        break
-                    if k >= max(8, need[n]):
-                        break
-            if best is None:
-                return None
-            _, n, k, after = best
-            need[n] += k
-            loss[n] = after
-        return need
-
     def best_configuration(self, slots: int) -> tuple[Configuration, Capacity]:
         cfg, _ = self.linear.best_configuration(slots)
         return cfg, self.capacity(cfg)
