@@ -37,6 +37,7 @@ calibration: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) bench/sim_speed.py
+	$(PY) bench/sim_agreement.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info
