@@ -13,7 +13,7 @@ TESTBED ?= sim
 MEMORY ?= 4096
 CAMPAIGN_DIR ?= campaigns
 
-.PHONY: venv install plan test bench clean calibration
+.PHONY: venv install plan test bench evaluate clean calibration
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ test: $(VENV)/.installed
 
 calibration: $(VENV)/.installed
 	$(STREAMBED) sim calibrate
+
+evaluate: $(VENV)/.installed
+	$(PY) bench/evaluate.py --out $(CAMPAIGN_DIR)/evaluate
 
 bench: $(VENV)/.installed
 	$(PY) bench/sim_speed.py

@@ -132,6 +132,12 @@ BAD_INPUT = [
      ["--config", "Calc#1", "twice"]),
     ("profile-of-another-query", ["measure", "--query", "q1", "--profile", "q5", "--rates", "1e6"],
      ["--profile", "q5", "q1"]),
+    ("timing-unknown", ["estimate", "--query", "q1", "--timing", "slow"], ["timing", "'slow'"]),
+    ("plan-without-rate", ["plan", "--query", "q1"], ["--rate"]),
+    ("plan-memory-not-offered", ["plan", "--query", "q1", "--rate", "1e9", "--profiles", "3000"], ["3000"]),
+    ("optimize-too-few-slots", ["optimize", "--query", "q5", "--slots", "4"], ["--slots", "9"]),
+    ("validate-nothing-to-validate", ["validate", "--query", "q1"], ["--plan", "--config"]),
+    ("validate-plan-missing", ["validate", "--query", "q1", "--plan", "nope.json"], ["--plan", "nope.json"]),
     ("config-too-many-slots", ["measure", "--query", "q1", "--rates", "1e6", "--config", "Calc#1=40,Sink#2=9"],
      ["--config", "49", "48"]),
     ("rates-empty", ["measure", "--query", "q1", "--rates", ""], ["--rates", "comma-separated"]),
@@ -358,21 +364,83 @@ def test_measure_killed_mid_campaign_resumes_without_repeating_windows(tmp_path)
 # ---------------------------------------------------------------------- plan and version
 
 
-def test_plan_json_is_the_single_task_rate_ladder(tmp_path):
-    argv = ["plan", "--query", "q1", "--steps", "3", "--start-rate", "1e5", "--json"]
-    d = json_result(streambed(*argv, cwd=tmp_path))
-    assert "#3" in d["planner"]
-    assert d["query"] == "q1"
-    assert d["configuration"] == {"Calc#1": 1, "Sink#2": 1}
-    assert len(d["measurements"]) == 3
-    assert [m["target_rate"] for m in d["measurements"]] == pytest.approx([1e5, 2e5, 4e5], rel=1e-6)
-    assert d["highest_sustained_rate"] == pytest.approx(4e5, rel=1e-6)
-    assert (tmp_path / "campaigns" / "plan-q1" / "ledger.sqlite").is_file()
+QUICK = ["--timing", "quick"]
 
-    # A second plan of the same query: one error line (no banner before it), then --resume replays.
-    line = error_line(streambed(*argv, cwd=tmp_path, columns=40))
-    assert "--resume" in line and "plan-q1" in line
-    assert json_result(streambed(*argv, "--resume", cwd=tmp_path)) == d
+
+def test_plan_writes_a_plan_its_files_and_resumes_from_the_ledger(tmp_path):
+    argv = ["plan", "--query", "paper-q11-linear", "--rate", "2e7", "--profiles", "512,4096", *QUICK,
+            "--campaign-dir", "p", "--json"]
+    d = json_result(streambed(*argv, cwd=tmp_path, timeout=120))
+    plan, ex = d["plan"], d["exploration"]
+    assert plan["query"] == "paper-q11-linear" and plan["family"] == "linear"
+    assert [e["memory_mb"] for e in plan["entries"]] == [512, 4096]
+    for e in plan["entries"]:
+        assert sum(e["configuration"].values()) == e["slots"]
+        assert e["slots"] == pytest.approx({512: 565, 4096: 559}[e["memory_mb"]], rel=0.03)  # Table IV
+    assert ex["optimizer_calls"] == len(ex["points"]) >= 7
+    for f in ("plan", "exploration", "single_task_metrics", "model_plot", "trace_plot"):
+        assert (tmp_path / d["files"][f]).is_file() or Path(d["files"][f]).is_file()
+    assert d["ledger"]["replayed"] == 0 and d["ledger"]["executed"] > 0
+    again = json_result(streambed(*argv, "--resume", cwd=tmp_path, timeout=120))
+    assert again["plan"] == plan
+    assert again["ledger"]["executed"] == 0 and again["ledger"]["replayed"] == d["ledger"]["executed"]
+
+
+def test_plan_killed_mid_campaign_resumes_losing_at_most_the_window_in_flight(tmp_path):
+    argv = ["plan", "--query", "q8", "--rate", "2e7", "--profiles", "2048,4096", "--campaign-dir", "k", "--json",
+            "--timing", "paper-complex"]
+    proc = subprocess.Popen(COMMAND + argv, cwd=tmp_path, env=_env(200), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    ledger = tmp_path / "k" / "ledger.sqlite"
+    done = 0
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if ledger.exists():
+            try:
+                done = ledger_rows(tmp_path / "k", "SELECT COUNT(*) FROM steps")[0][0]
+            except sqlite3.Error:
+                done = 0
+            if done >= 20:
+                break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the campaign ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    recorded = ledger_rows(tmp_path / "k", "SELECT COUNT(*) FROM steps")[0][0]
+    assert recorded >= 20
+    d = json_result(streambed(*argv, "--resume", cwd=tmp_path, timeout=180))
+    total = ledger_rows(tmp_path / "k", "SELECT COUNT(*) FROM steps")[0][0]
+    # every window recorded before the kill is replayed; only the rest is measured again
+    assert d["ledger"]["replayed"] == recorded
+    assert d["ledger"]["replayed"] + d["ledger"]["executed"] == total
+    assert d["plan"]["entries"][0]["slots"]
+
+
+@pytest.mark.parametrize("argv, keys", [
+    (["estimate", "--query", "q1", *QUICK], ["mst", "windows", "measurement"]),
+    (["optimize", "--query", "q11", "--slots", "12", *QUICK], ["single_task_metrics", "configuration", "mst"]),
+    (["explore", "--query", "paper-q1-linear", "--profiles", "4096", "--max-measurements", "6", *QUICK],
+     ["points", "family", "loocv_rmse"]),
+])
+def test_component_commands_json(tmp_path, argv, keys):
+    d = json_result(streambed(*argv, "--json", cwd=tmp_path, timeout=120))
+    for k in keys:
+        assert k in d
+    if argv[0] == "optimize":
+        assert sum(d["configuration"].values()) == 12
+        assert d["mst"] > 0.8 * d["predicted_rate"]
+
+
+def test_validate_a_written_plan(tmp_path):
+    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
+            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
+                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6}]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    d = json_result(streambed("validate", "--query", "q1", "--plan", "plan.json", "--ramp", "30", "--duration", "120",
+                              "--json", cwd=tmp_path))
+    # 4 Calc tasks sustain 6.6 M: 100 % (5 M) and 120 % (6 M) hold, 150 % does not
+    assert d["verdict"] == "over-provisioned"
+    assert [r["verdict"] for r in d["runs"]] == ["sustained", "sustained", "not sustained"]
 
 
 def test_version(tmp_path):

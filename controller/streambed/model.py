@@ -239,6 +239,10 @@ class TestbedInfo:
     memory_profiles: tuple[int, ...]
     """Memory per slot, MB, that the testbed can deploy."""
     sample_period: float = 5.0
+    source_parallelism: int = 32
+    """Source tasks, set apart from the budget (the paper: 32-64); cooldown rates are per source."""
+    max_source_rate: float = 1e10
+    """The most the sources can inject, events/s: the Capacity Estimator warms up at this rate."""
     notes: tuple[str, ...] = field(default=())
 
     __test__ = False
@@ -267,3 +271,51 @@ def require_positive(value: float, field_name: str) -> float:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise UserError(f"{field_name}: expected a positive number, got {value!r}")
     return float(value)
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """The plan for one memory profile: budget and configuration (``slots`` None if unreachable)."""
+
+    memory_mb: int
+    slots: int | None
+    predicted_mst: float | None
+    """The surrogate model's capacity at that budget."""
+    configuration: dict[str, int] | None
+    """Per-operator parallelism from a last BIDS2 pass (sums to ``slots``)."""
+    bids2_rate: float | None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """For a target rate: the budget per memory profile and its configuration, with the safety factor."""
+
+    query: str
+    rate: float
+    safety: float
+    family: str
+    model: dict
+    entries: tuple[PlanEntry, ...]
+
+    def entry(self, memory_mb: int) -> PlanEntry:
+        for e in self.entries:
+            if e.memory_mb == memory_mb:
+                return e
+        raise KeyError(memory_mb)
+
+    def to_dict(self) -> dict:
+        return {"query": self.query, "rate": self.rate, "safety": self.safety, "family": self.family,
+                "model": self.model, "entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Plan":
+        try:
+            entries = tuple(PlanEntry(int(e["memory_mb"]), e.get("slots"), e.get("predicted_mst"),
+                                      e.get("configuration"), e.get("bids2_rate")) for e in d["entries"])
+            return cls(str(d["query"]), float(d["rate"]), float(d["safety"]), str(d["family"]), dict(d["model"]),
+                       entries)
+        except (KeyError, TypeError, ValueError) as e:
+            raise UserError(f"plan: not a StreamBed plan ({e})") from None

@@ -42,6 +42,7 @@ INFLOW_EMA_S = 1.0
 """Time constant of the offered-inflow average behind that floor."""
 
 
+
 @dataclass
 class SampleLog:
     """Per-sample, per-task metrics (rows = samples, columns = tasks) and per-sample source metrics."""
@@ -184,6 +185,7 @@ class Engine:
         self._restart_step = self._step_index
         self.buf = np.zeros(n)
         self.inflow_ema = np.zeros(n)
+        self.gate_ema = np.zeros(n)  # unknown at start: buffers begin at buffer_records and open with the flow
         self.acc = np.zeros(n)
         self.emit_queue = np.zeros(n)
         self.emit_bound = np.zeros(n)
@@ -285,9 +287,12 @@ class Engine:
         need = demand[self.slot_src] * self.slot_coef
         offered_in = np.bincount(self.slot_task, weights=need, minlength=self.n_tasks)
         self.inflow_ema += min(1.0, dt / INFLOW_EMA_S) * (offered_in / dt - self.inflow_ema)
-        # The floor follows the steady inflow but never exceeds a few steps of the task's own
-        # speed: a burst offered in one step must not inflate the buffer that should stop it.
-        buf_cap = np.maximum(self.buffer_records, MIN_BUFFER_STEPS * dt * np.minimum(self.inflow_ema, self.speed))
+        # The floor follows the steady inflow, but never exceeds a few steps of what the task can
+        # pass on: its speed, times the share its downstream lets through (a fast task stuck
+        # behind a slow one, or a burst offered in one step, must not inflate the buffer that
+        # should stop it).
+        floor_rate = np.minimum(self.inflow_ema, self.speed * self.gate_ema)
+        buf_cap = np.maximum(self.buffer_records, MIN_BUFFER_STEPS * dt * floor_rate)
         free = np.maximum(buf_cap - self.buf, 0.0)
         # A task shares its free space among its inputs in proportion to what each offers now, so
         # every channel into task j may deliver the same fraction free_j / offered_j of its records;
@@ -298,6 +303,9 @@ class Engine:
         theta[self.src_with_out] = np.minimum(np.minimum.reduceat(theta_e, self.src_seg_start), 1.0)
 
         th_task = theta[1 + self.task_op]
+        # Windows take input whatever their emission does: only a hold gates them.
+        gate = np.where(self.is_window, np.where(held, 0.0, 1.0), th_task) if windows else th_task
+        self.gate_ema += min(1.0, dt / INFLOW_EMA_S) * (gate - self.gate_ema)
         if windows:
             # Windows keep taking input while their burst drains; others emit as they process.
             proc = np.where(self.is_window, desired, desired * th_task)
@@ -321,7 +329,7 @@ class Engine:
             blocked = desired - proc
             self._acc_out += proc * self.out_sigma
         self._acc_busy += busy
-        self._acc_bp += np.minimum(blocked * inv, dt - busy)
+        self._acc_bp += np.clip(blocked * inv, 0.0, np.maximum(dt - busy, 0.0))
         self._acc_in += proc
         self._acc_emitted += emitted
         self._acc_offered += offer

@@ -39,6 +39,8 @@ class SimSettings:
     catch_up: float = 0.0
     """How far above its target the source may emit to work off pending records (0: never, as the
     paper's rate limiter; inf: a replayed stream such as Kafka, read as fast as the job accepts)."""
+    source_parallelism: int = 32
+    """Source tasks (outside the budget); with no profile limit the sources never cap a rate."""
 
 
 class SimTestbed:
@@ -70,6 +72,8 @@ class SimTestbed:
             max_slots=self.settings.max_slots,
             memory_profiles=tuple(self.settings.memory_profiles),
             sample_period=self.settings.sample_period,
+            source_parallelism=self.settings.source_parallelism,
+            max_source_rate=self.profile.source_max_rate or TestbedInfo.max_source_rate,
             notes=("simulated testbed (stand-in for Flink): see docs/sim.md",),
         )
 

@@ -1,0 +1,64 @@
+"""The plan campaign: Resource Explorer -> Configuration Optimizer -> Capacity Estimator on a
+testbed, then the plan for the requested rate (paper sections IV-VI). Every observation window is in
+the ledger; the results also land as JSON and plots in the campaign directory."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..estimator import CapacityEstimator, TimingProfile
+from ..explorer import Exploration, ExplorationPoint, ExplorerSettings, ResourceExplorer
+from ..ledger import Ledger
+from ..model import Plan
+from ..optimizer import ConfigurationOptimizer, SingleTaskMetrics
+from ..testbed.base import Testbed
+
+
+@dataclass
+class PlanOutcome:
+    plan: Plan
+    exploration: Exploration
+    single_task: dict[int, SingleTaskMetrics]
+    files: dict[str, str]
+
+    def to_dict(self) -> dict:
+        return {"plan": self.plan.to_dict(), "exploration": self.exploration.to_dict(),
+                "single_task_metrics": {str(m): v.to_dict() for m, v in self.single_task.items()},
+                "files": self.files}
+
+
+def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float, memories: Sequence[int],
+             timing: TimingProfile, settings: ExplorerSettings, out_dir: Path,
+             log: Callable[[str], None] | None = None,
+             on_point: Callable[[ExplorationPoint], None] | None = None) -> PlanOutcome:
+    from ..report import plots
+    from ..surrogates import Surrogate
+
+    estimator = CapacityEstimator(testbed, ledger, timing, log)
+    optimizer = ConfigurationOptimizer(estimator, testbed.query(query))
+    explorer = ResourceExplorer(optimizer, testbed.info(), settings, log)
+    exploration = explorer.explore(memories, on_point)
+    exploration.estimator_calls = estimator.calls
+    exploration.testbed_seconds = estimator.testbed_seconds
+    plan = explorer.plan(exploration, rate, memories)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    single = optimizer.measured_single_task()
+    files = {"plan": str(out_dir / "plan.json"), "exploration": str(out_dir / "exploration.json"),
+             "single_task_metrics": str(out_dir / "single-task-metrics.json"),
+             "model_plot": str(out_dir / "model.png"), "trace_plot": str(out_dir / "estimator-trace.png")}
+    Path(files["plan"]).write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+    Path(files["exploration"]).write_text(json.dumps(exploration.to_dict(), indent=2) + "\n")
+    Path(files["single_task_metrics"]).write_text(
+        json.dumps({str(m): v.to_dict() for m, v in single.items()}, indent=2) + "\n")
+    plots.plot_model(Path(files["model_plot"]), [p.to_dict() for p in exploration.points],
+                     Surrogate.from_dict(plan.model), plan.to_dict(), testbed.info().max_slots)
+    largest = max(exploration.points, key=lambda p: (p.slots, p.memory_mb))
+    plots.plot_trace(Path(files["trace_plot"]), largest.estimate_summary(),
+                     f"{query}: estimator trace, {largest.slots} slots x {largest.memory_mb} MB")
+    outcome = PlanOutcome(plan, exploration, single, files)
+    ledger.set_result(outcome.to_dict())
+    return outcome

@@ -1,0 +1,1 @@
+"""Implementations of the ``streambed`` commands (cli.py parses and dispatches)."""

@@ -1,0 +1,123 @@
+"""``streambed sim ...``: the simulated testbed's own commands (profiles, ground truth, calibration)."""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from ..model import Budget
+from ..report.console import Output
+from .args import parse_configuration
+from .campaign import check_window
+
+def cmd_sim_profiles(args, out: Output) -> None:
+    from ..testbed.sim.profile import load_profile, shipped_profiles
+
+    rows, data = [], []
+    for name in shipped_profiles():
+        p = load_profile(name)
+        kind = f"analytic {p.analytic.family}" if p.analytic else "nexmark"
+        rows.append((name, kind, len(p.operators), p.description))
+        data.append({"name": name, "kind": kind, "operators": len(p.operators), "description": p.description})
+    out.table("Simulation profiles", ("profile", "kind", "operators", "description"), rows)
+    out.result(data)
+
+
+def cmd_sim_check(args, out: Output) -> None:
+    from ..testbed.sim.profile import load_profile
+
+    p = load_profile(args.file)
+    out.info(f"{args.file}: valid profile {p.name} ({len(p.operators)} operators)")
+    out.result({"file": args.file, "name": p.name, "operators": [o.name for o in p.operators],
+                "input_ratios": p.input_ratios()})
+
+
+def _ground_truth(args):
+    from ..testbed.sim.profile import load_profile
+    from ..testbed.sim.truth import GroundTruth, TruthSettings
+
+    settings = TruthSettings(max_slots=getattr(args, "max_slots", None) or TruthSettings().max_slots)
+    return GroundTruth(load_profile(args.profile), settings)
+
+
+def cmd_sim_truth(args, out: Output) -> None:
+    gt = _ground_truth(args)
+    Budget(args.slots, args.memory)  # validates
+    if args.slots > gt.settings.max_slots:
+        raise UserError(f"--slots: expected at most {gt.settings.max_slots} slots, got {args.slots}")
+    with out.progress(f"ground truth of {args.profile}: {args.slots} slots x {args.memory} MB", total=None):
+        truth = gt.true_mst(args.slots, args.memory)
+    out.table(f"Ground truth: {args.profile}, {args.slots} slots of {args.memory} MB",
+              ("quantity", "value"),
+              [("MST (engine), events/s", truth.mst), ("MST (capacity model), events/s", truth.model_mst),
+               ("bottleneck", truth.bottleneck)] + [(f"parallelism {op}", p) for op, p in truth.configuration.parallelism])
+    out.result(truth.to_dict())
+
+
+def cmd_sim_min_slots(args, out: Output) -> None:
+    gt = _ground_truth(args)
+    with out.progress(f"smallest budget of {args.profile} for {args.rate:,.0f} events/s at {args.memory} MB"):
+        found = gt.min_slots(args.rate, args.memory)
+    if found is None:
+        out.info(f"[red]{args.profile} cannot sustain {args.rate:,.0f} events/s with {gt.settings.max_slots} slots "
+                 f"of {args.memory} MB or fewer[/red]")
+        out.result({"profile": args.profile, "rate": args.rate, "memory_mb": args.memory, "slots": None,
+                    "reachable": False, "max_slots": gt.settings.max_slots})
+        return
+    slots, truth = found
+    out.table(f"Smallest budget: {args.profile} at {args.rate:,.0f} events/s, {args.memory} MB per slot",
+              ("quantity", "value"),
+              [("slots", slots), ("MST at that budget, events/s", truth.mst), ("bottleneck", truth.bottleneck)]
+              + [(f"parallelism {op}", p) for op, p in truth.configuration.parallelism])
+    out.result({"profile": args.profile, "rate": args.rate, "memory_mb": args.memory, "slots": slots,
+                "reachable": True, "truth": truth.to_dict()})
+
+
+def cmd_sim_calibrate(args, out: Output) -> None:
+    from ..testbed.sim.calibration import calibrate
+
+    rows = []
+    with out.progress("calibrating profiles against the paper", total=len(args.profiles)) as step:
+        for name in args.profiles:
+            step.describe(f"calibrating {name}")
+            rows.append(calibrate(name))
+            step.advance()
+    out.table("Calibration against the StreamBed paper (4 GB per slot unless noted)",
+              ("profile", "single-task MST", "paper (Table II)", "ratio", "shape", "paper shape",
+               "0.5 GB / 4 GB (1 task, 48 slots)", "1 GB / 4 GB (1 task, 48 slots)"),
+              [(r.profile, r.single_task_mst, r.paper_mst, r.ratio, r.shape, r.paper_shape,
+                f"{r.memory[512]['single']:.2f}, {r.memory[512]['testbed']:.2f}",
+                f"{r.memory[1024]['single']:.2f}, {r.memory[1024]['testbed']:.2f}") for r in rows])
+    out.result([r.to_dict() for r in rows])
+
+
+def cmd_sim_run(args, out: Output) -> None:
+    import numpy as np
+
+    from ..testbed.sim.profile import load_profile
+    from ..testbed.sim.testbed import SimSettings, SimTestbed
+
+    profile = load_profile(args.profile)
+    query = profile.query()
+    if args.config:
+        configuration = parse_configuration(args.config, query)
+    else:
+        from ..testbed.sim.capacity import capacity_model
+
+        configuration, _ = capacity_model(profile, args.memory).best_configuration(args.slots or query.size)
+    tb = SimTestbed(profile, SimSettings(max_slots=max(configuration.slots, query.size), memory_profiles=(args.memory,),
+                                         seed=args.seed))
+    check_window("--duration", args.duration, tb.info())
+    tb.prepare(Budget(configuration.slots, args.memory))
+    run = tb.start(profile.name, configuration, args.rate)
+    m = tb.observe(run, args.duration)
+    eng = tb.engine(run)
+    s = eng.samples
+    rows = [(f"{t:.0f}", r, p) for t, r, p in zip(s.time, s.emitted, s.pending)]
+    out.table(f"{profile.name} at {args.rate:,.0f} events/s, {configuration.key()} x {args.memory} MB",
+              ("time, s", "achieved, events/s", "pending records"), rows)
+    out.table("Operators over the run", ("operator", "parallelism", "input, records/s", "busy (mean)",
+                                         "busy (max task)", "back-pressured"),
+              [(o.operator, o.parallelism, o.input_rate, o.busyness, o.busyness_max, o.backpressure) for o in m.operators])
+    out.result({"measurement": m.to_dict(), "configuration": configuration.as_dict(),
+                "series": {"time": list(s.time), "achieved": list(s.emitted), "pending": list(s.pending),
+                           "busy": np.asarray(s.busy).round(4).tolist()}})
+

@@ -1,0 +1,264 @@
+"""Capacity Estimator: the MST of one configuration, by rate-limited injection (paper section IV, Fig. 6).
+
+1. Warm-up at the maximal rate, so that buffers fill and state grows to its steady size before any
+   measurement; the achieved rate at its end seeds the search.
+2. Dichotomous search with min_r = 0 and max_r = infinity. A test at rate r succeeds when the
+   achieved rate is at least 99 % of r (then min_r = r, else max_r = r). While no upper bound is
+   known the rate doubles (as the paper's artifact does); then the next rate is the midpoint. The
+   search stops when the next rate is within the sensibility (1 %) of the last, or after a maximum
+   number of iterations.
+3. Each test: a cooldown at a low non-zero rate per source (buffers drain, saturated tasks recover),
+   injection at r with a local ramp-up that is not measured, then the observation window. The
+   cooldown repeats until the job accepts the low rate again (bounded): after a deep overload a
+   memory-starved job may need minutes, and a window measured before it recovered says nothing.
+
+Every observation window is a ledger step: it is written before the search moves on, and a resumed
+campaign replays the recorded windows, so only missing ones touch the testbed (after a fresh warm-up,
+because the job of the killed campaign is gone). A window that fails (job restarted, metrics
+missing) is discarded, logged in the ledger and retried after a new warm-up, a bounded number of
+times; it is never counted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import TestbedError, UserError
+from .ledger import Ledger
+from .model import Budget, Configuration, Measurement
+from .testbed.base import Run, Testbed
+
+
+class EstimationFailed(TestbedError):
+    """A window kept failing after the allowed retries."""
+
+
+@dataclass(frozen=True)
+class TimingProfile:
+    """Durations and rates of one estimation (section IV; values of section VIII)."""
+
+    name: str
+    warmup_s: float
+    cooldown_s: float
+    cooldown_rate_per_source: float
+    ramp_s: float
+    observe_s: float
+    max_iterations: int
+    sensibility: float = 0.01
+    """Stop when the next rate is within this fraction of the last."""
+    threshold: float = 0.99
+    """Success: achieved >= threshold x target (the rate limiter never exceeds 100 %)."""
+    max_retries: int = 3
+    """Failed windows tolerated per test before the estimate is given up."""
+    warmup_observe_s: float = 30.0
+    """The last part of the warm-up whose achieved rate seeds the search."""
+    max_cooldown_s: float = 600.0
+    """A cooldown lasts until the job accepts the low rate again (its buffers have drained), in
+    cooldown_s steps, but no longer than this."""
+
+    def iteration_s(self) -> float:
+        return self.cooldown_s + self.ramp_s + self.observe_s
+
+
+TIMING_PROFILES = {
+    # The paper's q1, q2 and q11 runs: 120 s warm-up, 15 s cooldown at 200 events/s per source,
+    # 60 s local ramp-up, 30 s observation, 8 iterations (section VIII).
+    "paper-simple": TimingProfile("paper-simple", 120, 15, 200, 60, 30, 8),
+    # The paper's q5 and q8 runs: a 450 s warm-up, 7 iterations and a cooldown of 12,800 events/s in
+    # all (400 per source with 32 sources); longer observation for their noisier windows.
+    "paper-complex": TimingProfile("paper-complex", 450, 15, 400, 60, 60, 7),
+    # For the local testbed and tests: short phases, a few more iterations.
+    "quick": TimingProfile("quick", 30, 5, 200, 10, 20, 10, warmup_observe_s=10),
+}
+
+
+def timing_profile(name: str) -> TimingProfile:
+    try:
+        return TIMING_PROFILES[name]
+    except KeyError:
+        raise UserError(f"timing: unknown profile {name!r} (expected one of {', '.join(TIMING_PROFILES)})") from None
+
+
+@dataclass
+class Window:
+    """One test of the dichotomous search."""
+
+    rate: float
+    measurement: Measurement
+    success: bool
+    min_rate: float
+    max_rate: float
+    replayed: bool = False
+
+    def to_dict(self) -> dict:
+        return {"rate": self.rate, "success": self.success, "min_rate": self.min_rate,
+                "max_rate": self.max_rate if math.isfinite(self.max_rate) else None,
+                "measurement": self.measurement.to_dict()}
+
+
+@dataclass
+class Estimate:
+    """The MST of a configuration, the measurement at that rate, and the whole search."""
+
+    configuration: Configuration
+    budget: Budget
+    mst: float
+    """Achieved rate of the highest sustained window (0 when even the lowest rate failed)."""
+    measurement: Measurement | None
+    """The window at the MST: per-operator busyness and input rates for the optimizer."""
+    warmup_rate: float
+    windows: list[Window] = field(default_factory=list)
+    testbed_seconds: float = 0.0
+    """Testbed time the estimate consumed (recorded windows count with their recorded time)."""
+    discarded: int = 0
+
+    def to_dict(self) -> dict:
+        return {"configuration": self.configuration.as_dict(), "slots": self.budget.slots,
+                "memory_mb": self.budget.memory_mb, "mst": self.mst, "warmup_rate": self.warmup_rate,
+                "iterations": len(self.windows), "testbed_seconds": self.testbed_seconds,
+                "discarded_windows": self.discarded,
+                "measurement": self.measurement.to_dict() if self.measurement else None,
+                "windows": [w.to_dict() for w in self.windows]}
+
+
+def next_rate(rate: float, min_rate: float, max_rate: float) -> float:
+    """The dichotomous search's next rate: double while no upper bound is known, else the midpoint."""
+    return 2.0 * rate if math.isinf(max_rate) else 0.5 * (min_rate + max_rate)
+
+
+def converged(rate: float, nxt: float, sensibility: float) -> bool:
+    """The search stops when the next rate is within ``sensibility`` of the last."""
+    return abs(nxt - rate) <= sensibility * rate
+
+
+class CapacityEstimator:
+    """Measures MSTs on a testbed; every window goes through the ledger."""
+
+    def __init__(self, testbed: Testbed, ledger: Ledger, timing: TimingProfile,
+                 log: Callable[[str], None] | None = None):
+        self.testbed = testbed
+        self.ledger = ledger
+        self.timing = timing
+        self.log = log or (lambda message: None)
+        info = testbed.info()
+        self.cooldown_rate = timing.cooldown_rate_per_source * info.source_parallelism
+        self.warmup_rate = info.max_source_rate
+        self.calls = 0
+        """Estimates run in this process (replayed or not): the paper's #CE."""
+        self.testbed_seconds = 0.0
+        """Testbed time of all those estimates (recorded windows count with their recorded time)."""
+
+    def estimate(self, query: str, budget: Budget, configuration: Configuration, key: str) -> Estimate:
+        """The MST of ``configuration`` on ``budget``; ``key`` names it in the ledger."""
+        t = self.timing
+        self.calls += 1
+        job = _Job(self, query, budget, configuration, key)
+        try:
+            warm = self._step(job, f"{key}/warmup", job.warmup_window)
+            warmup_rate = warm["achieved_rate"]
+            est = Estimate(configuration, budget, 0.0, None, warmup_rate,
+                           testbed_seconds=warm["testbed_seconds"])
+            min_r, max_r = 0.0, math.inf
+            rate = warmup_rate if warmup_rate > 0 else self.cooldown_rate
+            for i in range(t.max_iterations):
+                replayed = self.ledger.has(f"{key}/w{i}")
+                rec = self._step(job, f"{key}/w{i}", lambda r=rate: job.test(r))
+                m = Measurement.from_dict(rec["measurement"])
+                est.testbed_seconds += rec["testbed_seconds"]
+                success = m.sustained(t.threshold) and not m.source_saturated
+                if m.source_saturated:
+                    self.ledger.record("source-saturated", {"key": key, "rate": rate})
+                if success:
+                    min_r = rate
+                    if m.achieved_rate >= est.mst:
+                        est.mst, est.measurement = m.achieved_rate, m
+                else:
+                    max_r = rate
+                est.windows.append(Window(rate, m, success, min_r, max_r, replayed))
+                self.log(f"{key}: {rate:,.0f} events/s -> {m.achieved_rate:,.0f} "
+                         f"({'sustained' if success else 'not sustained'})")
+                nxt = next_rate(rate, min_r, max_r)
+                if converged(rate, nxt, t.sensibility):
+                    break
+                rate = nxt
+            est.discarded = job.discarded
+            self.testbed_seconds += est.testbed_seconds
+            return est
+        finally:
+            job.stop()
+
+    def _step(self, job: "_Job", key: str, fn: Callable[[], dict]) -> dict:
+        """A ledger step whose testbed failures are discarded and retried after a new warm-up."""
+        for attempt in range(self.timing.max_retries + 1):
+            try:
+                return self.ledger.step(key, fn)
+            except TestbedError as e:
+                job.discarded += 1
+                self.ledger.record("window-discarded", {"key": key, "attempt": attempt, "reason": str(e)})
+                self.log(f"{key}: window discarded ({e}); warming up again")
+                job.needs_warmup = True
+        raise EstimationFailed(f"{key}: {self.timing.max_retries + 1} windows failed in a row; giving up")
+
+
+class _Job:
+    """The job of one estimate, started and warmed up only when a window must really be measured."""
+
+    def __init__(self, est: CapacityEstimator, query: str, budget: Budget, configuration: Configuration, key: str):
+        self.est = est
+        self.query = query
+        self.budget = budget
+        self.configuration = configuration
+        self.key = key
+        self.run: Run | None = None
+        self.needs_warmup = True
+        self.discarded = 0
+
+    def _ensure_warm(self) -> Run:
+        tb, t = self.est.testbed, self.est.timing
+        if self.run is None:
+            tb.prepare(self.budget)
+            self.run = tb.start(self.query, self.configuration, self.est.warmup_rate)
+            self.est.ledger.record("run-started", {"key": self.key, "run": self.run.id,
+                                                   "configuration": self.configuration.as_dict(),
+                                                   "memory_mb": self.budget.memory_mb})
+            self.needs_warmup = True
+        if self.needs_warmup:
+            tb.set_rate(self.run, self.est.warmup_rate)
+            tb.wait(self.run, max(0.0, t.warmup_s - t.warmup_observe_s))
+            self.needs_warmup = False
+            self.last_warmup = tb.observe(self.run, min(t.warmup_observe_s, t.warmup_s))
+        return self.run
+
+    def warmup_window(self) -> dict:
+        t0 = self.est.testbed.now()
+        self._ensure_warm()
+        return {"achieved_rate": self.last_warmup.achieved_rate,
+                "testbed_seconds": self.est.testbed.now() - t0}
+
+    def test(self, rate: float) -> dict:
+        tb, t = self.est.testbed, self.est.timing
+        t0 = tb.now()
+        run = self._ensure_warm()
+        tb.set_rate(run, self.est.cooldown_rate)
+        cooled = 0.0
+        while True:
+            # The job has recovered when it accepts the low rate again (a saturated job still holds
+            # back the source until its buffers and window backlogs have drained).
+            trickle = tb.observe(run, t.cooldown_s)
+            cooled += t.cooldown_s
+            if trickle.sustained(t.threshold) or cooled >= t.max_cooldown_s:
+                break
+        if not trickle.sustained(t.threshold):
+            self.est.ledger.record("cooldown-incomplete", {"key": self.key, "seconds": cooled, "rate": rate})
+        tb.set_rate(run, rate)
+        tb.wait(run, t.ramp_s)
+        m = tb.observe(run, t.observe_s)
+        return {"measurement": m.to_dict(), "testbed_seconds": tb.now() - t0, "cooldown_s": cooled}
+
+    def stop(self) -> None:
+        if self.run is not None:
+            self.est.testbed.stop(self.run)
+            self.est.ledger.record("run-stopped", {"key": self.key, "run": self.run.id})
+            self.run = None

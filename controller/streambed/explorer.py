@@ -1,0 +1,257 @@
+"""Resource Explorer: the capacity planning model and the plan (paper section VI, Eq. 5-9).
+
+* Candidate search. The search space is P from the query's number of operators to the testbed's
+  slots, and M among the memory profiles. D is bootstrapped with the four corners. Then Bayesian
+  optimisation (scikit-optimize: Gaussian process, Expected Improvement) proposes (M, P); each
+  proposal is a Configuration Optimizer call, and its cost is the lowest LOOCV RMSE among the
+  linear, log and sqrt models on D (Eq. 9). At least 3 measurements follow the corners. The search
+  stops when the RMSE grows by more than 10 % between two measurements, or at 20 measurements. A
+  proposal may repeat an earlier point; it is then measured again (runs vary).
+* Model selection. Each family is fitted on the half of D with the lowest P and tested on the other
+  half; the lowest test RMSE wins, and that family is refitted on all of D.
+* Model usage. Per memory profile, the smallest P whose prediction reaches safety x the requested
+  rate (1.10 by default), and its configuration from a last BIDS2 pass with that profile's
+  single-task metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .errors import UserError
+from .model import Budget, Plan, PlanEntry, TestbedInfo
+from .optimizer import ConfigurationOptimizer, bids2
+from .surrogates import FAMILIES, Features, Observation, fit, inverse_solve, loocv_rmse, select_by_split
+
+
+@dataclass(frozen=True)
+class ExplorerSettings:
+    families: tuple[str, ...] = FAMILIES
+    features: Features = Features()
+    min_after_corners: int = 3
+    max_measurements: int = 20
+    rmse_growth: float = 0.10
+    """Stop when the best LOOCV RMSE grows by more than this fraction between two measurements."""
+    seed: int = 0
+    safety: float = 1.10
+    max_plan_slots: int = 100_000
+
+
+@dataclass
+class ExplorationPoint:
+    memory_mb: int
+    slots: int
+    mst: float
+    configuration: dict[str, int]
+    predicted_rate: float
+    rmse: float
+    """The best LOOCV RMSE of D once this point was added (the BO's cost)."""
+    testbed_seconds: float
+    phase: str
+    """corner or search."""
+    trace: list[dict] = field(default_factory=list)
+    """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
+
+    def observation(self) -> Observation:
+        return Observation(self.memory_mb, self.slots, self.mst)
+
+    def estimate_summary(self) -> dict:
+        return {"mst": self.mst, "windows": self.trace}
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def compact_trace(estimate: dict) -> list[dict]:
+    """The windows of an estimate without their per-operator metrics."""
+    return [{"rate": w["rate"], "success": w["success"], "min_rate": w["min_rate"], "max_rate": w["max_rate"],
+             "measurement": {k: w["measurement"][k] for k in ("start", "end", "achieved_rate", "target_rate")}}
+            for w in estimate["windows"]]
+
+
+@dataclass
+class Exploration:
+    points: list[ExplorationPoint] = field(default_factory=list)
+    stop_reason: str = ""
+    loocv: dict[str, float] = field(default_factory=dict)
+    split: dict[str, float] = field(default_factory=dict)
+    family: str = ""
+    selection: str = ""
+    """The rule that chose the family: split, or loocv when the split was degenerate."""
+    model: dict = field(default_factory=dict)
+    optimizer_calls: int = 0
+    estimator_calls: int = 0
+    testbed_seconds: float = 0.0
+
+    def observations(self) -> list[Observation]:
+        return [p.observation() for p in self.points]
+
+    def to_dict(self) -> dict:
+        return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
+                "loocv_rmse": self.loocv, "split_rmse": self.split, "family": self.family, "selection": self.selection,
+                "model": self.model,
+                "optimizer_calls": self.optimizer_calls, "estimator_calls": self.estimator_calls,
+                "testbed_seconds": self.testbed_seconds}
+
+
+def best_loocv(observations: Sequence[Observation], features: Features, families: Sequence[str]) -> float:
+    """Eq. 9's cost: the lowest LOOCV RMSE among the candidate families."""
+    return min(loocv_rmse(f, observations, features) for f in families)
+
+
+def should_stop(rmse_history: Sequence[float], corners: int, settings: ExplorerSettings) -> str | None:
+    """The stop rule of section VI: after at least ``min_after_corners`` measurements beyond the corners,
+    stop when the RMSE grew by more than ``rmse_growth`` since the previous measurement; always stop at
+    ``max_measurements``. Returns the reason, or None to go on."""
+    n = len(rmse_history)
+    if n >= settings.max_measurements:
+        return f"reached {settings.max_measurements} measurements"
+    if n - corners >= settings.min_after_corners:
+        prev, last = rmse_history[-2], rmse_history[-1]
+        if math.isfinite(prev) and last > (1.0 + settings.rmse_growth) * prev:
+            return f"RMSE grew by {100 * (last / prev - 1):.0f} % (> {100 * settings.rmse_growth:.0f} %)"
+    return None
+
+
+def select_family(observations: Sequence[Observation], features: Features, families: Sequence[str],
+                  loocv: dict[str, float]) -> tuple[str, str]:
+    """Section VI's model selection: train on the half of D with the lowest P, test on the other half.
+    When that half holds a single slot count, no family's slope can be judged from it (the paper's own
+    q1/q2/q11 data show this): fall back to Eq. 9's lowest LOOCV RMSE. Returns (family, rule used)."""
+    ordered = sorted(observations, key=lambda o: (o.slots, o.memory_mb))
+    train = ordered[: len(ordered) // 2]
+    if len({o.slots for o in train}) >= 2:
+        try:
+            return select_by_split(observations, features, families)[0], "split"
+        except ValueError:
+            pass
+    return min(families, key=lambda f: loocv[f]), "loocv (split half had one slot count)"
+
+
+def corners(min_slots: int, max_slots: int, memories: Sequence[int]) -> list[tuple[int, int]]:
+    """The bootstrap points (memory, slots): lowest and highest P with lowest and highest M. With a
+    single memory profile or a single slot count, midpoints keep at least three distinct points."""
+    ms = sorted({min(memories), max(memories)})
+    ps = sorted({min_slots, max_slots})
+    pts = [(m, p) for m in ms for p in ps]
+    if len(pts) < 3 and max_slots > min_slots + 1:
+        pts.append((ms[0], (min_slots + max_slots) // 2))
+    return pts
+
+
+class ResourceExplorer:
+    def __init__(self, optimizer: ConfigurationOptimizer, info: TestbedInfo, settings: ExplorerSettings | None = None,
+                 log: Callable[[str], None] | None = None):
+        self.optimizer = optimizer
+        self.info = info
+        self.settings = settings or ExplorerSettings()
+        self.log = log or (lambda message: None)
+
+    def explore(self, memories: Sequence[int], on_point: Callable[[ExplorationPoint], None] | None = None) -> Exploration:
+        s = self.settings
+        query = self.optimizer.query
+        memories = sorted(set(int(m) for m in memories))
+        unknown = [m for m in memories if m not in self.info.memory_profiles]
+        if unknown:
+            raise UserError(f"profiles: the testbed offers {', '.join(map(str, self.info.memory_profiles))} MB per "
+                            f"slot, not {', '.join(map(str, unknown))}")
+        lo, hi = query.size, self.info.max_slots
+        if hi < lo:
+            raise UserError(f"slots: the testbed has {hi} slots, fewer than {query.name}'s {lo} operators")
+        ex = Exploration()
+        history: list[float] = []
+
+        def measure(memory: int, slots: int, phase: str) -> ExplorationPoint:
+            i = len(ex.points)
+            res = self.optimizer.optimize(Budget(slots, memory), f"co{i:02d}/{memory}MB/{slots}")
+            pt = ExplorationPoint(memory, slots, res.mst, res.configuration.as_dict(), res.predicted_rate,
+                                  math.nan, res.estimate["testbed_seconds"], phase, compact_trace(res.estimate))
+            ex.points.append(pt)
+            pt.rmse = best_loocv(ex.observations(), s.features, s.families)
+            history.append(pt.rmse)
+            self.log(f"{phase} {len(ex.points)}: {slots} slots x {memory} MB -> MST {res.mst:,.0f} events/s, "
+                     f"best LOOCV RMSE {pt.rmse:,.0f}")
+            if on_point:
+                on_point(pt)
+            return pt
+
+        boot = corners(lo, hi, memories)
+        for m, p in boot:
+            measure(m, p, "corner")
+        optimizer = self._bayesian_optimizer(lo, hi, memories, len(boot))
+        # Before the fourth corner LOOCV is undefined: the corners all carry the bootstrap's cost.
+        for pt in ex.points:
+            optimizer.tell(self._point(pt.slots, pt.memory_mb, memories), _cost(history[-1]))
+        reason = should_stop(history, len(boot), s)
+        while reason is None:
+            with warnings.catch_warnings():
+                # skopt warns when it proposes a point measured before: re-measuring is intended.
+                warnings.simplefilter("ignore")
+                x = optimizer.ask()
+            slots, memory = int(x[0]), int(x[1]) if len(memories) > 1 else memories[0]
+            pt = measure(memory, slots, "search")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                optimizer.tell(x, _cost(pt.rmse))
+            reason = should_stop(history, len(boot), s)
+        ex.stop_reason = reason
+        self._select(ex)
+        ex.optimizer_calls = len(ex.points)
+        ex.testbed_seconds = sum(p.testbed_seconds for p in ex.points)
+        return ex
+
+    def _bayesian_optimizer(self, lo: int, hi: int, memories: Sequence[int], initial: int):
+        from skopt import Optimizer
+        from skopt.space import Categorical, Integer
+
+        dims = [Integer(lo, hi, name="slots")]
+        if len(memories) > 1:
+            dims.append(Categorical(list(memories), name="memory_mb"))
+        # The first measurements after the corners come from a space-filling (Halton) design, then the
+        # Gaussian process takes over. Its cost (the best LOOCV RMSE) is lowest where points exist
+        # already: started right after the corners, it only ever proposes the corners' two slot
+        # counts, between which the three families cannot be told apart.
+        return Optimizer(dims, base_estimator="GP", acq_func="EI", n_initial_points=initial + self.settings.min_after_corners,
+                         initial_point_generator="halton", random_state=self.settings.seed)
+
+    @staticmethod
+    def _point(slots: int, memory: int, memories: Sequence[int]) -> list:
+        return [slots, memory] if len(memories) > 1 else [slots]
+
+    def _select(self, ex: Exploration) -> None:
+        s = self.settings
+        obs = ex.observations()
+        ex.loocv = {f: loocv_rmse(f, obs, s.features) for f in s.families}
+        ex.family, ex.selection = select_family(obs, s.features, s.families, ex.loocv)
+        try:
+            ex.split = select_by_split(obs, s.features, s.families)[1]
+        except ValueError:
+            ex.split = {}
+        ex.model = fit(ex.family, obs, s.features).to_dict()
+
+    def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
+        """Inverse-solve the chosen model per memory profile, then a last BIDS2 pass for each budget."""
+        from .surrogates import Surrogate
+
+        s = self.settings
+        query = self.optimizer.query
+        model = fit(family, ex.observations(), s.features) if family else Surrogate.from_dict(ex.model)
+        entries = []
+        for m in sorted(set(int(x) for x in memories)):
+            slots = inverse_solve(model, m, rate, safety=s.safety, min_slots=query.size, max_slots=s.max_plan_slots)
+            if slots is None:
+                entries.append(PlanEntry(m, None, None, None, None))
+                continue
+            metrics = self.optimizer.single_task(m)
+            sol = bids2(metrics, slots)
+            entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate))
+        return Plan(query=query.name, rate=rate, safety=s.safety, family=model.family, model=model.to_dict(),
+                    entries=tuple(entries))
+
+
+def _cost(rmse: float) -> float:
+    """skopt needs finite costs; too few points for LOOCV count as a very bad fit."""
+    return rmse if math.isfinite(rmse) else 1e30

@@ -1,0 +1,60 @@
+"""Tables of the planner's results, in the shape of the paper's Tables III and IV."""
+
+from __future__ import annotations
+
+from .console import Output
+
+
+def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> None:
+    entries = plan["entries"]
+    out.table(f"Plan for {plan['query']} at {plan['rate']:,.0f} events/s (x{plan['safety']:.2f} safety), "
+              f"{plan['family']} model (cf. the paper's Table IV)",
+              ("memory per slot, MB", "task slots", "model MST at that budget, events/s"),
+              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"]) for e in entries])
+    reachable = [e for e in entries if e["configuration"]]
+    if reachable:
+        ops = list(reachable[0]["configuration"])
+        out.table("Per-operator parallelism (last BIDS2 pass per memory profile)",
+                  ("operator", *[f"{e['memory_mb']} MB" for e in reachable]),
+                  [(op, *[e["configuration"][op] for e in reachable]) for op in ops])
+    if exploration:
+        m = plan["model"]
+        out.table("Resource Explorer (cf. the paper's Table III)",
+                  ("quantity", "value"),
+                  [("measurements (#CO)", exploration["optimizer_calls"]),
+                   ("estimator calls (#CE)", exploration["estimator_calls"]),
+                   ("testbed time, min", exploration["testbed_seconds"] / 60),
+                   ("stop", exploration["stop_reason"]),
+                   ("model", f"{m['family']} (by {exploration.get('selection', 'split')})"),
+                   ("a (memory), b (slots), c", f"{m['a']:.4g}, {m['b']:.4g}, {m['c']:.4g}"),
+                   ("LOOCV RMSE linear / log / sqrt",
+                    " / ".join(f"{exploration['loocv_rmse'].get(f, float('nan')):,.0f}" for f in ("linear", "log", "sqrt")))])
+
+
+def exploration_table(out: Output, exploration: dict) -> None:
+    out.table("Measurements of the Resource Explorer",
+              ("#", "phase", "memory, MB", "slots", "MST, events/s", "BIDS2 prediction", "best LOOCV RMSE"),
+              [(i + 1, p["phase"], p["memory_mb"], p["slots"], p["mst"], p["predicted_rate"], p["rmse"])
+               for i, p in enumerate(exploration["points"])])
+
+
+def estimate_table(out: Output, estimate: dict, title: str) -> None:
+    out.table(title, ("window", "target, events/s", "achieved, events/s", "ratio", "verdict", "min_r", "max_r"),
+              [(i + 1, w["rate"], w["measurement"]["achieved_rate"], w["measurement"]["achieved_rate"] / w["rate"],
+                "sustained" if w["success"] else "not sustained", w["min_rate"], w["max_rate"])
+               for i, w in enumerate(estimate["windows"])])
+    m = estimate.get("measurement")
+    if m:
+        out.table("Operators at the MST", ("operator", "parallelism", "input, records/s", "busy (mean)",
+                                           "busy (max task)", "back-pressured"),
+                  [(o["operator"], o["parallelism"], o["input_rate"], o["busyness"], o["busyness_max"],
+                    o["backpressure"]) for o in m["operators"]])
+
+
+def validation_table(out: Output, report: dict) -> None:
+    out.table(f"Validation: {report['slots']} slots x {report['memory_mb']} MB at {report['rate']:,.0f} events/s "
+              f"-> {report['verdict']}",
+              ("run", "target, events/s", "achieved / target", "variation (cv)", "pending growth, /s of rate",
+               "verdict"),
+              [(f"{r['multiplier'] * 100:.0f} %", r["target_rate"], r["ratio"], r["cv"], r["pending_growth"],
+                r["verdict"]) for r in report["runs"]])

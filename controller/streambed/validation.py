@@ -1,0 +1,137 @@
+"""Validation at production scale (paper section VIII, Fig. 9 and 11).
+
+A plan is run at 100 % of its rate, and at 120 % and 150 %, each after a ramp-up that is not judged.
+A run is judged from the achieved/target ratio, its variation between windows, and the slope of
+pending records (an ever-increasing pending count is "a clear sign of an under-provisioned
+system"). The plan is under-provisioned when 100 % is not sustained, over-provisioned when 120 %
+is, and right otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .ledger import Ledger
+from .metrics.window import coefficient_of_variation, slope
+from .model import Budget, Configuration, Measurement
+from .testbed.base import Testbed
+
+SUSTAINED = "sustained"
+UNSTABLE = "unstable"
+NOT_SUSTAINED = "not sustained"
+
+UNDER = "under-provisioned"
+OVER = "over-provisioned"
+RIGHT = "right"
+
+
+@dataclass(frozen=True)
+class ValidationSettings:
+    multipliers: tuple[float, ...] = (1.0, 1.2, 1.5)
+    ramp_s: float = 300.0
+    """The paper: 5 minutes of ramp-up before judging."""
+    duration_s: float = 1800.0
+    """The paper: 30 minutes (q1, q2, q11), 90 (q5), 120 (q8)."""
+    window_s: float = 60.0
+    ratio: float = 0.99
+    """A run is sustained when its achieved/target ratio reaches this."""
+    max_cv: float = 0.05
+    """Above this variation of the per-window ratio, a run that keeps up is unstable."""
+    max_pending_growth: float = 0.002
+    """Pending records may grow by at most this fraction of the target rate per second."""
+
+
+@dataclass
+class RunVerdict:
+    multiplier: float
+    target_rate: float
+    ratio: float
+    cv: float
+    pending_growth: float
+    """Slope of pending records over the judged windows, as a fraction of the target rate per second."""
+    verdict: str
+    windows: list[Measurement] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"multiplier": self.multiplier, "target_rate": self.target_rate, "ratio": self.ratio, "cv": self.cv,
+                "pending_growth": self.pending_growth, "verdict": self.verdict,
+                "windows": [w.to_dict() for w in self.windows]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunVerdict":
+        return cls(d["multiplier"], d["target_rate"], d["ratio"], d["cv"], d["pending_growth"], d["verdict"],
+                   [Measurement.from_dict(w) for w in d["windows"]])
+
+
+def judge_run(windows: Sequence[Measurement], multiplier: float, settings: ValidationSettings) -> RunVerdict:
+    """Verdict of one run from its judged windows (pure)."""
+    target = sum(w.target_rate for w in windows) / len(windows)
+    achieved = sum(w.achieved_rate for w in windows) / len(windows)
+    ratio = achieved / target
+    cv = coefficient_of_variation([w.ratio for w in windows])
+    times = [w.start for w in windows] + [windows[-1].end]
+    pending = [w.pending_start for w in windows] + [windows[-1].pending_end]
+    growth = slope(times, pending) / target
+    if ratio >= settings.ratio and growth <= settings.max_pending_growth:
+        verdict = SUSTAINED if cv <= settings.max_cv else UNSTABLE
+    else:
+        verdict = NOT_SUSTAINED
+    return RunVerdict(multiplier, target, ratio, cv, growth, verdict, list(windows))
+
+
+def judge_plan(runs: Sequence[RunVerdict]) -> str:
+    """Under-provisioned if 100 % is not sustained, over-provisioned if 120 % (or more) is, else right.
+    An unstable run that keeps up still counts as sustained here (the paper's q5 at 2 GB)."""
+    by = {r.multiplier: r for r in runs}
+    base = by.get(1.0)
+    if base is None or base.verdict == NOT_SUSTAINED:
+        return UNDER
+    if any(m > 1.0 and r.verdict != NOT_SUSTAINED for m, r in by.items()):
+        return OVER
+    return RIGHT
+
+
+@dataclass
+class ValidationReport:
+    rate: float
+    configuration: Configuration
+    memory_mb: int
+    runs: list[RunVerdict]
+    verdict: str
+
+    def to_dict(self) -> dict:
+        return {"rate": self.rate, "slots": self.configuration.slots, "memory_mb": self.memory_mb,
+                "configuration": self.configuration.as_dict(), "verdict": self.verdict,
+                "runs": [r.to_dict() for r in self.runs]}
+
+
+def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration, rate: float,
+             settings: ValidationSettings, key: str = "validate",
+             on_run: Callable[[RunVerdict, bool], None] | None = None) -> ValidationReport:
+    """Run the configuration at each multiple of ``rate``; each run is one ledger step."""
+    runs = []
+    for mult in settings.multipliers:
+        step = f"{key}/{mult:g}x"
+        replayed = ledger.has(step)
+
+        def one_run(mult=mult) -> dict:
+            testbed.prepare(budget)
+            run = testbed.start(query, configuration, rate * mult)
+            try:
+                testbed.wait(run, settings.ramp_s)
+                windows = []
+                elapsed = 0.0
+                while elapsed < settings.duration_s - 1e-9:
+                    w = min(settings.window_s, settings.duration_s - elapsed)
+                    windows.append(testbed.observe(run, w))
+                    elapsed += w
+            finally:
+                testbed.stop(run)
+            return judge_run(windows, mult, settings).to_dict()
+
+        verdict = RunVerdict.from_dict(ledger.step(step, one_run))
+        runs.append(verdict)
+        if on_run:
+            on_run(verdict, replayed)
+    return ValidationReport(rate, configuration, budget.memory_mb, runs, judge_plan(runs))

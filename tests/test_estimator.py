@@ -1,0 +1,180 @@
+"""Capacity Estimator (paper section IV): search bounds, stop rule, failed windows, replay."""
+
+import math
+
+import pytest
+
+from streambed.errors import JobRestarted
+from streambed.estimator import (TIMING_PROFILES, CapacityEstimator, EstimationFailed, TimingProfile, converged,
+                                 next_rate, timing_profile)
+from streambed.errors import UserError
+from streambed.ledger import Ledger
+from streambed.model import Budget, Configuration
+from streambed.testbed.sim.profile import parse_profile
+from streambed.testbed.sim.testbed import SimSettings, SimTestbed
+
+FAST = TimingProfile("test", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=100, ramp_s=10, observe_s=20,
+                     max_iterations=12, warmup_observe_s=10)
+
+
+def toy(rate=100_000, warmup_speedup=1.0):
+    state = {"warmup_s": 30, "warmup_speedup": warmup_speedup} if warmup_speedup > 1 else None
+    agg = {"name": "agg", "kind": "aggregate", "rate": rate, "keys": {"count": 1000, "zipf": 0},
+           "inputs": [{"from": "m", "partitioning": "hash"}]}
+    if state:
+        agg["state"] = state
+    return parse_profile({"name": "toy", "operators": [
+        {"name": "m", "kind": "map", "rate": 1e7, "inputs": [{"from": "source"}]}, agg,
+        {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]}]}, "toy.yaml")
+
+
+class CountingTestbed(SimTestbed):
+    """The simulated testbed, counting what the estimator asks of it."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.starts = 0
+        self.observes = 0
+
+    def start(self, *a, **k):
+        self.starts += 1
+        return super().start(*a, **k)
+
+    def observe(self, *a, **k):
+        self.observes += 1
+        return super().observe(*a, **k)
+
+
+def estimate(tb, ledger, timing=FAST, key="e"):
+    q = tb.query("toy")
+    cfg = Configuration.single_task(q)
+    return CapacityEstimator(tb, ledger, timing).estimate("toy", Budget(cfg.slots, 4096), cfg, key)
+
+
+def test_next_rate_doubles_until_bounded_then_bisects():
+    assert next_rate(100, 100, math.inf) == 200
+    assert next_rate(100, 0, 100) == 50
+    assert next_rate(150, 100, 200) == 150
+    assert converged(100, 100.5, 0.01)
+    assert not converged(100, 102, 0.01)
+
+
+def test_timing_profiles_match_the_paper():
+    p = TIMING_PROFILES["paper-simple"]
+    assert (p.warmup_s, p.cooldown_s, p.cooldown_rate_per_source, p.ramp_s, p.observe_s) == (120, 15, 200, 60, 30)
+    assert p.threshold == 0.99 and p.sensibility == 0.01
+    with pytest.raises(UserError, match="timing"):
+        timing_profile("slow")
+
+
+def test_estimate_finds_the_capacity_within_the_sensibility(tmp_path):
+    tb = SimTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger)
+    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.02)
+    assert est.mst <= 100_000 / 0.99 * 1.001  # never above what passes the 99 % rule
+    # every sustained window is below every failed one: the bounds are consistent
+    ok = [w.rate for w in est.windows if w.success]
+    bad = [w.rate for w in est.windows if not w.success]
+    assert ok and bad and max(ok) < min(bad)
+    # the search stopped because the next rate was within 1 % of the last, before the iteration cap
+    assert len(est.windows) < FAST.max_iterations
+    last = est.windows[-1]
+    assert converged(last.rate, next_rate(last.rate, last.min_rate, last.max_rate), FAST.sensibility)
+    assert est.measurement.operator("agg").busyness > 0.95
+
+
+def test_warm_up_seeds_the_search_above_steady_capacity(tmp_path):
+    """A fresh job accepts more than its MST: the first test fails, and the search comes down."""
+    tb = SimTestbed(toy(warmup_speedup=1.5), SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger, TimingProfile("t", 20, 5, 100, 10, 20, 12, warmup_observe_s=10))
+    assert est.warmup_rate > 1.1 * 100_000
+    assert not est.windows[0].success
+    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.03)
+
+
+def test_the_iteration_cap_stops_the_search(tmp_path):
+    tb = SimTestbed(toy(), SimSettings(noise=False))
+    capped = TimingProfile("t", 20, 5, 100, 10, 20, max_iterations=3, warmup_observe_s=10)
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger, capped)
+    assert len(est.windows) == 3
+
+
+def test_a_failed_window_is_discarded_retried_and_never_counted(tmp_path):
+    tb = SimTestbed(toy(), SimSettings(noise=False))
+    original = tb.observe
+    calls = {"n": 0}
+
+    def flaky(run, seconds):
+        calls["n"] += 1
+        if calls["n"] == 4:  # the third test's cooldown: a restart in the middle of a window
+            tb.schedule_restart(run, seconds / 2)
+        return original(run, seconds)
+
+    tb.observe = flaky
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger)
+        discarded = ledger.events("window-discarded")
+    assert est.discarded == 1 and len(discarded) == 1
+    assert "restarted" in discarded[0]["data"]["reason"]
+    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.02)
+
+
+def test_windows_that_keep_failing_give_up_after_the_retries(tmp_path):
+    tb = SimTestbed(toy(), SimSettings(noise=False))
+
+    def broken(run, seconds):
+        raise JobRestarted("task manager lost")
+
+    tb.observe = broken
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        with pytest.raises(EstimationFailed, match="4 windows failed"):
+            estimate(tb, ledger)
+        assert len(ledger.events("window-discarded")) == FAST.max_retries + 1
+
+
+def test_a_saturated_source_never_passes_for_the_job(tmp_path):
+    prof = toy()
+    prof = parse_profile({"name": "toy", "source": {"max_rate": 50_000}, "operators": [
+        {"name": o.name, "kind": o.kind, "rate": o.rate,
+         "inputs": [{"from": i.source, "partitioning": i.partitioning} for i in o.inputs],
+         **({"keys": {"count": 1000, "zipf": 0}} if o.keys else {})} for o in prof.operators]}, "toy.yaml")
+    tb = SimTestbed(prof, SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger)
+        assert ledger.events("source-saturated")
+    assert est.mst < 50_000 * 1.001
+    assert all(not w.success for w in est.windows if w.measurement.source_saturated)
+
+
+def test_recorded_windows_are_replayed_without_touching_the_testbed(tmp_path):
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        first = estimate(SimTestbed(toy(), SimSettings(noise=False)), ledger)
+    tb = CountingTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=True) as ledger:
+        again = estimate(tb, ledger)
+        assert ledger.replayed == len(first.windows) + 1  # + the warm-up
+    assert tb.starts == 0 and tb.observes == 0
+    assert again.mst == first.mst
+    assert again.testbed_seconds == pytest.approx(first.testbed_seconds)
+
+
+def test_a_partly_recorded_estimate_warms_up_again_and_measures_only_the_rest(tmp_path):
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        estimate(SimTestbed(toy(), SimSettings(noise=False)), ledger)
+    # forget the last three windows, as if the campaign had been killed
+    import sqlite3
+    con = sqlite3.connect(tmp_path / Ledger.FILENAME)
+    keys = [k for (k,) in con.execute("SELECT key FROM steps ORDER BY seq")]
+    for k in keys[-3:]:
+        con.execute("DELETE FROM steps WHERE key = ?", (k,))
+    con.commit()
+    con.close()
+    tb = CountingTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=True) as ledger:
+        est = estimate(tb, ledger)
+        assert ledger.executed == 3
+    assert tb.starts == 1  # one fresh job, warmed up again
+    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.02)

@@ -1,0 +1,83 @@
+"""Resource Explorer (paper section VI): bootstrap, stop rule, model selection, plan."""
+
+import math
+
+import pytest
+
+from streambed.errors import UserError
+from streambed.estimator import TimingProfile, CapacityEstimator
+from streambed.explorer import ExplorerSettings, ResourceExplorer, corners, select_family, should_stop
+from streambed.ledger import Ledger
+from streambed.optimizer import ConfigurationOptimizer
+from streambed.surrogates import Features, Observation, inverse_solve
+from streambed.testbed.sim.profile import load_profile
+from streambed.testbed.sim.testbed import SimSettings, SimTestbed
+
+QUICK = TimingProfile("q", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=200, ramp_s=10, observe_s=20,
+                      max_iterations=10, warmup_observe_s=10)
+
+
+def test_corners_are_the_extremes_of_the_search_space():
+    assert corners(2, 48, [512, 1024, 4096]) == [(512, 2), (512, 48), (4096, 2), (4096, 48)]
+    assert corners(9, 48, [4096]) == [(4096, 9), (4096, 48), (4096, 28)]  # one memory: a midpoint too
+
+
+def test_stop_rule():
+    s = ExplorerSettings(min_after_corners=3, max_measurements=20, rmse_growth=0.10)
+    hist = [math.inf, math.inf, math.inf, 100.0]
+    assert should_stop(hist + [90, 95], 4, s) is None  # only 2 beyond the corners
+    assert should_stop(hist + [90, 95, 104], 4, s) is None  # +9.5 %: keep going
+    assert "grew" in should_stop(hist + [90, 95, 105], 4, s)  # +10.5 %
+    assert "20" in should_stop([100.0] * 20, 4, s)
+
+
+def test_split_selection_falls_back_to_loocv_when_its_training_half_has_one_slot_count():
+    obs = [Observation(m, p, 1000.0 * p) for m in (512, 4096) for p in (2, 2, 2, 48)]
+    loocv = {"linear": 1.0, "log": 2.0, "sqrt": 3.0}
+    family, rule = select_family(obs, Features(), ("linear", "log", "sqrt"), loocv)
+    assert rule.startswith("loocv") and family == "linear"
+    spread = [Observation(4096, p, 1000.0 * p) for p in (2, 5, 9, 16, 24, 32, 40, 48)]
+    assert select_family(spread, Features(), ("linear", "log", "sqrt"), loocv) == ("linear", "split")
+
+
+def explorer(tmp_path, profile="paper-q11-linear", seed=0, max_slots=48):
+    prof = load_profile(profile)
+    tb = SimTestbed(prof, SimSettings(seed=seed, max_slots=max_slots))
+    ledger = Ledger.open(tmp_path, "explore", {}, resume=False)
+    est = CapacityEstimator(tb, ledger, QUICK)
+    co = ConfigurationOptimizer(est, tb.query(prof.name))
+    return ResourceExplorer(co, tb.info(), ExplorerSettings(seed=seed)), ledger, est
+
+
+def test_explorer_recovers_the_family_of_an_analytic_profile_and_plans_by_inverse_solve(tmp_path):
+    ex_, ledger, est = explorer(tmp_path)
+    with ledger:
+        ex = ex_.explore([512, 4096])
+        assert ex.family == "linear"
+        assert [p.phase for p in ex.points[:4]] == ["corner"] * 4
+        assert 4 + 3 <= len(ex.points) <= 20
+        assert len({p.slots for p in ex.points}) >= 4  # the search spreads over P, not only the corners
+        plan = ex_.plan(ex, 20e6, [512, 4096])
+    for e in plan.entries:
+        assert e.slots == inverse_solve(__import__("streambed.surrogates", fromlist=["Surrogate"]).Surrogate.from_dict(
+            plan.model), e.memory_mb, 20e6, safety=1.10, min_slots=4)
+        assert sum(e.configuration.values()) == e.slots
+        assert e.predicted_mst >= 1.10 * 20e6
+    # the paper's Table IV for this model: 565 (0.5 GB) and 559 (4 GB) slots
+    assert plan.entry(512).slots == pytest.approx(565, rel=0.03)
+    assert plan.entry(4096).slots == pytest.approx(559, rel=0.03)
+    assert est.calls >= len(ex.points) - 2  # the 4 GB and 0.5 GB single-task corners are one call each
+
+
+def test_an_unreachable_rate_is_reported_not_invented(tmp_path):
+    ex_, ledger, _ = explorer(tmp_path, "paper-q5-log")
+    with ledger:
+        ex = ex_.explore([2048, 4096])
+        plan = ex_.plan(ex, 1e12, [4096])
+    assert plan.entry(4096).slots is None and plan.entry(4096).configuration is None
+
+
+def test_explorer_refuses_memory_the_testbed_does_not_offer(tmp_path):
+    ex_, ledger, _ = explorer(tmp_path)
+    with ledger, pytest.raises(UserError, match="offers"):
+        ex_.explore([3000])
