@@ -23,11 +23,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv install: $(VENV)/.installed
 
-# A campaign of the same query resumes (finished measurements come from its ledger);
-# remove $(CAMPAIGN_DIR)/plan-$(QUERY) or set CAMPAIGN_DIR for a fresh one.
+# A campaign with the same query and rate resumes (finished measurements come from its ledger);
+# remove its directory under $(CAMPAIGN_DIR) for a fresh one. Without RATE: 10x the testbed's MST.
+PLAN_DIR = $(CAMPAIGN_DIR)/plan-$(QUERY)$(if $(RATE),-$(RATE))
 plan: $(VENV)/.installed
-	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(CAMPAIGN_DIR) \
-		$(if $(wildcard $(CAMPAIGN_DIR)/plan-$(QUERY)/ledger.sqlite),--resume)
+	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(PLAN_DIR) \
+		$(if $(wildcard $(PLAN_DIR)/ledger.sqlite),--resume)
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
@@ -41,6 +42,7 @@ evaluate: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) bench/sim_speed.py
 	$(PY) bench/sim_agreement.py
+	$(PY) bench/planner_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info

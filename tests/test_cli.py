@@ -133,7 +133,7 @@ BAD_INPUT = [
     ("profile-of-another-query", ["measure", "--query", "q1", "--profile", "q5", "--rates", "1e6"],
      ["--profile", "q5", "q1"]),
     ("timing-unknown", ["estimate", "--query", "q1", "--timing", "slow"], ["timing", "'slow'"]),
-    ("plan-without-rate", ["plan", "--query", "q1"], ["--rate"]),
+    ("plan-rate-zero", ["plan", "--query", "q1", "--rate", "0"], ["--rate"]),
     ("plan-memory-not-offered", ["plan", "--query", "q1", "--rate", "1e9", "--profiles", "3000"], ["3000"]),
     ("optimize-too-few-slots", ["optimize", "--query", "q5", "--slots", "4"], ["--slots", "9"]),
     ("validate-nothing-to-validate", ["validate", "--query", "q1"], ["--plan", "--config"]),

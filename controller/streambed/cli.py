@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("plan", help="plan the budget and configuration for a target rate")
     sp.add_argument("--query", required=True)
-    sp.add_argument("--rate", required=True, type=positive_number, help="target events/s, e.g. 2.5e6")
+    sp.add_argument("--rate", type=positive_number,
+                    help="target events/s, e.g. 2.5e6 (default: 10x the MST measured on the testbed's largest budget)")
     sp.add_argument("--safety", type=positive_number, default=1.10, help="over-provisioning factor (paper: 1.10)")
     explorer_args(sp)
     campaign_args(sp, "plan")

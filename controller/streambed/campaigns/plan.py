@@ -30,10 +30,21 @@ class PlanOutcome:
                 "files": self.files}
 
 
-def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float, memories: Sequence[int],
+DEFAULT_RATE_MULTIPLE = 10.0
+"""Without a requested rate, plan for this multiple of the testbed's largest measured MST."""
+
+
+def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIPLE) -> float:
+    """``multiple`` x the best MST measured at the testbed's largest budget."""
+    top = max(p.slots for p in exploration.points)
+    return multiple * max(p.mst for p in exploration.points if p.slots == top)
+
+
+def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, memories: Sequence[int],
              timing: TimingProfile, settings: ExplorerSettings, out_dir: Path,
              log: Callable[[str], None] | None = None,
              on_point: Callable[[ExplorationPoint], None] | None = None) -> PlanOutcome:
+    """``rate`` None: plan for DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
     from ..report import plots
     from ..surrogates import Surrogate
 
@@ -43,7 +54,7 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float, memories
     exploration = explorer.explore(memories, on_point)
     exploration.estimator_calls = estimator.calls
     exploration.testbed_seconds = estimator.testbed_seconds
-    plan = explorer.plan(exploration, rate, memories)
+    plan = explorer.plan(exploration, rate if rate is not None else default_rate(exploration), memories)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     single = optimizer.measured_single_task()

@@ -206,7 +206,8 @@ def cmd_plan(args, out: Output) -> None:
               "timing": args.timing, "safety": args.safety, "max_slots": testbed.info().max_slots,
               "max_measurements": args.max_measurements}
     with Ledger.open(directory, "plan", params, resume=args.resume) as ledger:
-        with out.progress(f"planning {name} for {args.rate:,.0f} events/s", total=args.max_measurements) as step:
+        what = f"{args.rate:,.0f} events/s" if args.rate else "10x the testbed's largest MST (no --rate given)"
+        with out.progress(f"planning {name} for {what}", total=args.max_measurements) as step:
             outcome = run_plan(testbed, ledger, name, args.rate, memories, timing, _explorer_settings(args), directory,
                                log=out.info if args.verbose else None,
                                on_point=lambda p: step.advance(
