@@ -15,23 +15,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...surrogates import FAMILIES, Observation, fit
+
 from .profile import load_profile
 from .truth import GroundTruth, TruthSettings
 
-FAMILY_FEATURES = {"linear": lambda p: p, "log": np.log1p, "sqrt": np.sqrt}
 REFERENCE_MEMORY = 4096
 TESTBED_SLOTS = 48
 
 
 def family_rmse(slots, mst) -> dict[str, float]:
-    """Relative RMSE of the least-squares fit mst ~ b g(P) + c for each family g."""
-    p = np.asarray(slots, dtype=float)
+    """Relative RMSE of the explorer's surrogate families (Eq. 6-8) fitted to mst over P at one
+    memory profile."""
+    obs = [Observation(REFERENCE_MEMORY, int(p), float(y)) for p, y in zip(slots, mst)]
     y = np.asarray(mst, dtype=float)
     out = {}
-    for fam, g in FAMILY_FEATURES.items():
-        a = np.c_[g(p), np.ones_like(p)]
-        coef, *_ = np.linalg.lstsq(a, y, rcond=None)
-        out[fam] = float(np.sqrt(np.mean((a @ coef - y) ** 2)) / y.mean())
+    for fam in FAMILIES:
+        model = fit(fam, obs)
+        pred = model.predict(REFERENCE_MEMORY, np.asarray(slots, dtype=float))
+        out[fam] = float(np.sqrt(np.mean((pred - y) ** 2)) / y.mean())
     return out
 
 
