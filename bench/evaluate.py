@@ -41,7 +41,7 @@ from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth
 from streambed.validation import ValidationSettings, validate
 
-PAPER_DATA = Path(os.environ.get("STREAMBED_PAPER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "streambed-paper"))
+PAPER_DATA = Path(os.environ.get("STREAMBED_PAPER_DATA", Path(__file__).resolve().parents[1] / "data" / "streambed-paper"))
 NEXMARK = ["q1", "q2", "q5", "q8", "q11"]
 COMPLEX = {"q5", "q8"}
 MEMORIES = [512, 1024, 2048, 4096]

@@ -3,18 +3,17 @@
 import itertools
 import json
 import math
-import os
 import time
-from pathlib import Path
 
 import pytest
+
+from conftest import PAPER_DATA
 
 from streambed.errors import UserError
 from streambed.model import Measurement, OperatorMetrics, Query
 from streambed.optimizer import (OperatorRates, SingleTaskMetrics, bids2, bids2_rate, ds2, ds2_within)
 
-PAPER = Path(os.environ.get("STREAMBED_PAPER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" /
-                            "streambed-paper"))
+PAPER = PAPER_DATA
 
 
 def metrics(*ops):

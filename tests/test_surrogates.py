@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import PAPER_DATA
 
 from streambed.surrogates import (
     FAMILIES,
@@ -375,7 +376,7 @@ def test_inverse_solve_is_fast_for_a_million_slots():
 
 # ----------------------------------------------------------------------------------- the paper
 
-PAPER_DIR = Path(os.environ.get("STREAMBED_PAPER_DATA", "/work/shared/data/streambed-paper"))
+PAPER_DIR = PAPER_DATA
 SEARCH_FILES = {
     "q1": "q1-20230704233749",
     "q2": "q2-20230711014507",

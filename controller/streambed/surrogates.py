@@ -23,7 +23,7 @@ This module holds pure functions over those models:
 
 How M enters the models is set by :class:`Features`. The paper's text writes M as memory per task
 slot and ``log``; its artifact uses the **TaskManager** memory in MB (16 slots per TaskManager) and
-``log1p`` (see ``/work/shared/data/streambed-paper/README.md``, step 2). The defaults follow the
+``log1p`` (see ``data/streambed-paper/README.md``, step 2). The defaults follow the
 artifact, so that the fitted coefficients and Table IV are reproduced. :class:`Observation` and the
 ``memory_mb`` arguments are always memory per *slot*; :class:`Features` converts.
 """
