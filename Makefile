@@ -19,6 +19,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	# Apache Flink 2.3.0 from PyPI: the libraries carry the whole distribution (bin/, lib/, plugins/);
+	# apache-flink itself without its PyFlink dependencies (apache-beam, pyarrow...), see PLATFORM.md.
+	$(PY) -m pip install --quiet apache-flink-libraries==2.3.0
+	$(PY) -m pip install --quiet --no-deps apache-flink==2.3.0
 	touch $@
 
 venv install: $(VENV)/.installed
@@ -46,3 +50,13 @@ bench: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info
+
+# The Flink job (flink/): plain javac against the pinned Flink's lib/, rebuilt only when a source,
+# a resource, the build script or the venv is newer than the jar.
+FLINK_JOB_JAR := flink/build/streambed-job.jar
+FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
+.PHONY: flink-job
+flink-job: $(VENV)/.installed $(FLINK_JOB_JAR)
+
+$(FLINK_JOB_JAR): $(FLINK_JOB_SOURCES) flink/build.sh $(VENV)/.installed
+	flink/build.sh "$$($(PY) -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))')" $@

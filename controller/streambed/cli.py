@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_sim_run)
 
     def campaign_args(sp, kind):
-        sp.add_argument("--testbed", default="sim", help="sim (Flink arrives with issue #4)")
+        sp.add_argument("--testbed", default="sim", help="sim (default) or flink (the local Flink cluster)")
         sp.add_argument("--profile", help="sim only: profile name or YAML path (default: the query's)")
         sp.add_argument("--seed", type=int, default=0)
         sp.add_argument("--campaign-dir", help=f"where the ledger and results live (default: campaigns/{kind}-<query>)")

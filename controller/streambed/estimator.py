@@ -69,8 +69,10 @@ TIMING_PROFILES = {
     # The paper's q5 and q8 runs: a 450 s warm-up, 7 iterations and a cooldown of 12,800 events/s in
     # all (400 per source with 32 sources); longer observation for their noisier windows.
     "paper-complex": TimingProfile("paper-complex", 450, 15, 400, 60, 60, 7),
-    # For the local testbed and tests: short phases, a few more iterations.
-    "quick": TimingProfile("quick", 30, 5, 200, 10, 20, 10, warmup_observe_s=10),
+    # For the local Flink testbed (2 cores) and tests: short phases, a coarser sensibility, so that
+    # an estimate takes about two minutes of real time.
+    "quick": TimingProfile("quick", warmup_s=15, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=5, observe_s=8,
+                           max_iterations=6, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30),
 }
 
 

@@ -24,10 +24,18 @@ def check_budget(budget: Budget, info) -> None:
         raise UserError(f"--config: uses {budget.slots} slots, the {info.name} testbed offers at most {info.max_slots}")
 
 
-def testbed_for(args, max_slots: int | None = None):
-    """The testbed a campaign runs on (for the sim, its size comes from --max-slots)."""
+def testbed_for(args, max_slots: int | None = None, out: Output | None = None):
+    """The testbed a campaign runs on: the local Flink cluster, or the sim (its size from --max-slots)."""
+    if args.testbed == "flink":
+        if getattr(args, "profile", None):
+            raise UserError("--profile: only the simulated testbed takes a profile (--testbed sim)")
+        from ..infra.local import local_testbed
+
+        tb = local_testbed(log=out.info if out else None)
+        tb.query(args.query)  # checks the query file and its graph before any campaign starts
+        return tb, args.query
     if args.testbed != "sim":
-        raise UserError(f"--testbed: {args.testbed!r} is not available yet (expected: sim); the Flink testbed comes with issue #4")
+        raise UserError(f"--testbed: expected flink (the local Flink cluster) or sim, got {args.testbed!r}")
     from ..testbed.sim.profile import load_profile
     from ..testbed.sim.testbed import SimSettings, SimTestbed
 

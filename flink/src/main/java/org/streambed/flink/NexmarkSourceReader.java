@@ -1,0 +1,211 @@
+package org.streambed.flink;
+
+import org.apache.flink.api.connector.source.ReaderOutput;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.core.io.InputStatus;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
+import org.apache.flink.table.data.RowData;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A source subtask: emits the events of its splits round-robin, paced by a {@link Pacer} at
+ * {@code total target / source parallelism}, the total being re-read through a shared
+ * {@link RatePoller}.
+ *
+ * <p>Metrics on the reader's group: {@code pendingRecords} (standard FLIP-33 gauge: records the
+ * source should have emitted by now minus those it emitted), {@code targetRate} (this subtask's
+ * share, events/s) and {@code emittedRecords}.
+ */
+final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
+
+    /** At most this many records per pollNext call (keeps the mailbox responsive). */
+    static final int MAX_BATCH = 256;
+    static final long MIN_WAIT_NANOS = 1_000_000L;
+    static final long MAX_WAIT_NANOS = RatePoller.POLL_MS * 1_000_000L;
+
+    private final SourceReaderContext context;
+    private final NexmarkSource config;
+    private final List<NexmarkSplit> splits = new ArrayList<>();
+    private final SplittableRandom random = new SplittableRandom();
+    private final Pacer pacer;
+    private RatePoller poller;
+    private int cursor;
+    private int parallelism = 1;
+    private double totalRate;
+    private CompletableFuture<Void> available = new CompletableFuture<>();
+    private ScheduledFuture<?> wakeUp;
+
+    // Snapshots for gauges / local stats (read by other threads).
+    private volatile long emittedSnapshot;
+    private volatile long pendingSnapshot;
+    private volatile double targetSnapshot;
+
+    NexmarkSourceReader(SourceReaderContext context, NexmarkSource config) {
+        this.context = context;
+        this.config = config;
+        this.pacer = new Pacer(config.catchUp);
+    }
+
+    @Override
+    public void start() {
+        parallelism = Math.max(1, context.currentParallelism());
+        if (config.rateLocation != null) {
+            poller = RatePoller.acquire(config.rateLocation);
+        }
+        Timer.acquire();
+        SourceReaderMetricGroup metrics = context.metricGroup();
+        metrics.setPendingRecordsGauge(() -> pendingSnapshot);
+        metrics.gauge("targetRate", (Gauge<Double>) () -> targetSnapshot);
+        metrics.gauge("emittedRecords", (Gauge<Long>) () -> emittedSnapshot);
+        SourceStats.register(this);
+        targetSnapshot = currentTotal() / parallelism; // the pacer starts with the first split
+    }
+
+    private double currentTotal() {
+        double total = poller != null ? poller.get() : Double.NaN;
+        if (Double.isNaN(total)) {
+            total = Double.isNaN(config.initialRate) ? 0.0 : config.initialRate;
+        }
+        return total;
+    }
+
+    private void refreshRate(long now) {
+        double total = currentTotal();
+        totalRate = total;
+        double share = total / parallelism;
+        if (share != pacer.rate()) {
+            pacer.setRate(share, now);
+        }
+        targetSnapshot = share;
+    }
+
+    @Override
+    public InputStatus pollNext(ReaderOutput<RowData> output) {
+        if (splits.isEmpty()) {
+            if (available.isDone()) {
+                available = new CompletableFuture<>();
+            }
+            return InputStatus.NOTHING_AVAILABLE;
+        }
+        long now = System.nanoTime();
+        refreshRate(now);
+        pacer.advance(now);
+        long n = Math.min(pacer.allowed(), MAX_BATCH);
+        if (n > 0) {
+            long millis = System.currentTimeMillis();
+            int size = splits.size();
+            long numSplits = config.numSplits;
+            for (long j = 0; j < n; j++) {
+                NexmarkSplit s = splits.get(cursor);
+                long eventId = s.next * numSplits + s.index;
+                s.next++;
+                if (++cursor >= size) {
+                    cursor = 0;
+                }
+                output.collect(NexmarkGenerator.event(eventId, random, millis, totalRate));
+            }
+            pacer.emitted(n);
+            emittedSnapshot = pacer.emittedCount();
+            pendingSnapshot = pacer.pending();
+            return InputStatus.MORE_AVAILABLE;
+        }
+        pendingSnapshot = pacer.pending();
+        long wait = Math.max(MIN_WAIT_NANOS, Math.min(MAX_WAIT_NANOS, pacer.nanosUntilNext()));
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        available = f;
+        wakeUp = Timer.schedule(() -> f.complete(null), wait);
+        return InputStatus.NOTHING_AVAILABLE;
+    }
+
+    @Override
+    public CompletableFuture<Void> isAvailable() {
+        return available;
+    }
+
+    @Override
+    public List<NexmarkSplit> snapshotState(long checkpointId) {
+        List<NexmarkSplit> copy = new ArrayList<>(splits.size());
+        for (NexmarkSplit s : splits) {
+            copy.add(s.copy());
+        }
+        return copy;
+    }
+
+    @Override
+    public void addSplits(List<NexmarkSplit> newSplits) {
+        splits.addAll(newSplits);
+        available.complete(null);
+    }
+
+    @Override
+    public void notifyNoMoreSplits() {}
+
+    @Override
+    public void close() {
+        if (wakeUp != null) {
+            wakeUp.cancel(false);
+        }
+        available.complete(null);
+        SourceStats.unregister(this);
+        if (poller != null) {
+            poller.release();
+            poller = null;
+        }
+        Timer.release();
+    }
+
+    long emittedRecords() {
+        return emittedSnapshot;
+    }
+
+    long pendingRecords() {
+        return pendingSnapshot;
+    }
+
+    double targetRate() {
+        return targetSnapshot;
+    }
+
+    /** One daemon timer thread per JVM for the readers' wake-ups, stopped with the last reader. */
+    static final class Timer {
+        private static ScheduledThreadPoolExecutor executor;
+        private static int refs;
+
+        static synchronized void acquire() {
+            if (executor == null) {
+                executor = new ScheduledThreadPoolExecutor(1, r -> {
+                    Thread t = new Thread(r, "streambed-source-timer");
+                    t.setDaemon(true);
+                    return t;
+                });
+                executor.setRemoveOnCancelPolicy(true);
+            }
+            refs++;
+        }
+
+        static synchronized void release() {
+            if (--refs <= 0 && executor != null) {
+                executor.shutdownNow();
+                executor = null;
+                refs = 0;
+            }
+        }
+
+        static synchronized ScheduledFuture<?> schedule(Runnable r, long nanos) {
+            if (executor == null) {
+                r.run();
+                return null;
+            }
+            return executor.schedule(r, nanos, TimeUnit.NANOSECONDS);
+        }
+    }
+}

@@ -1,0 +1,98 @@
+package org.streambed.flink;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.table.connector.ChangelogMode;
+import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.connector.source.ScanTableSource;
+import org.apache.flink.table.connector.source.SourceProvider;
+import org.apache.flink.table.factories.DynamicTableSourceFactory;
+import org.apache.flink.table.factories.FactoryUtil;
+import org.apache.flink.table.types.logical.LogicalType;
+import org.apache.flink.table.types.logical.RowType;
+
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Table connector {@code 'connector' = 'streambed-nexmark'}: the rate-controlled Nexmark source
+ * behind the {@code datagen} table. The physical schema must be exactly
+ * {@link StreamBedJob#DATAGEN_PHYSICAL_COLUMNS}.
+ */
+public final class NexmarkTableFactory implements DynamicTableSourceFactory {
+
+    public static final String IDENTIFIER = "streambed-nexmark";
+
+    public static final ConfigOption<Integer> SPLITS =
+            ConfigOptions.key("splits").intType().defaultValue(StreamBedJob.DEFAULT_SPLITS);
+    public static final ConfigOption<String> RATE_LOCATION =
+            ConfigOptions.key("rate-location").stringType().noDefaultValue();
+    public static final ConfigOption<Double> INITIAL_RATE =
+            ConfigOptions.key("initial-rate").doubleType().defaultValue(Double.NaN);
+    public static final ConfigOption<String> CATCH_UP =
+            ConfigOptions.key("catch-up").stringType().defaultValue("0");
+
+    @Override
+    public String factoryIdentifier() {
+        return IDENTIFIER;
+    }
+
+    @Override
+    public Set<ConfigOption<?>> requiredOptions() {
+        return new HashSet<>();
+    }
+
+    @Override
+    public Set<ConfigOption<?>> optionalOptions() {
+        return new HashSet<>(Arrays.asList(SPLITS, RATE_LOCATION, INITIAL_RATE, CATCH_UP));
+    }
+
+    @Override
+    public DynamicTableSource createDynamicTableSource(Context context) {
+        FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
+        helper.validate();
+        ReadableConfig options = helper.getOptions();
+        LogicalType physical = context.getPhysicalRowDataType().getLogicalType();
+        List<String> names = ((RowType) physical).getFieldNames();
+        if (!names.equals(Arrays.asList("event_type", "person", "auction", "bid"))) {
+            throw new IllegalArgumentException(
+                    "streambed-nexmark needs the physical columns (event_type, person, auction, bid), got " + names);
+        }
+        double catchUp = StreamBedJob.parseCatchUp(options.get(CATCH_UP));
+        return new Source(new NexmarkSource(
+                options.get(SPLITS), options.getOptional(RATE_LOCATION).orElse(null),
+                options.get(INITIAL_RATE), catchUp));
+    }
+
+    /** The scan source: insert-only, no push-down (the planner's Calc projects and filters). */
+    static final class Source implements ScanTableSource {
+        private final NexmarkSource source;
+
+        Source(NexmarkSource source) {
+            this.source = source;
+        }
+
+        @Override
+        public ChangelogMode getChangelogMode() {
+            return ChangelogMode.insertOnly();
+        }
+
+        @Override
+        public ScanRuntimeProvider getScanRuntimeProvider(ScanContext context) {
+            return SourceProvider.of(source);
+        }
+
+        @Override
+        public DynamicTableSource copy() {
+            return new Source(source);
+        }
+
+        @Override
+        public String asSummaryString() {
+            return "StreamBed Nexmark source";
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package org.streambed.flink;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The source readers living in this JVM, for the {@code --local-seconds} mode, which prints the
+ * sources' own counters ({@code STATS emitted=.. pending=.. target=..}) once per second.
+ */
+public final class SourceStats {
+
+    private static final Set<NexmarkSourceReader> READERS = ConcurrentHashMap.newKeySet();
+    /** Emitted records of readers that have been closed (so totals survive a reader restart). */
+    private static volatile long closedEmitted;
+
+    private SourceStats() {}
+
+    static void register(NexmarkSourceReader r) {
+        READERS.add(r);
+    }
+
+    static synchronized void unregister(NexmarkSourceReader r) {
+        if (READERS.remove(r)) {
+            closedEmitted += r.emittedRecords();
+        }
+    }
+
+    public static synchronized long emitted() {
+        long n = closedEmitted;
+        for (NexmarkSourceReader r : READERS) {
+            n += r.emittedRecords();
+        }
+        return n;
+    }
+
+    public static long pending() {
+        long n = 0;
+        for (NexmarkSourceReader r : READERS) {
+            n += r.pendingRecords();
+        }
+        return n;
+    }
+
+    public static double target() {
+        double t = 0;
+        for (NexmarkSourceReader r : READERS) {
+            t += r.targetRate();
+        }
+        return t;
+    }
+}

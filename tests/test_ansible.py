@@ -1,0 +1,230 @@
+"""The Ansible deployment: lint, then the real site.yml applied to this machine.
+
+The deployment tests apply ansible/site.yml to localhost (inventories/local) with their own ports and a
+state directory under pytest's tmp dir, so they never touch a local testbed that may be running
+(8081/9090/9250-9260): REST 18081, JobManager RPC 16123, Prometheus 19090, reporters 19250-19255.
+They share one module-scoped deployment and run in file order; the fixture always stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import REPO
+from streambed.infra.ansible import DeploymentError, PlaybookResult, inventory_settings, run_playbook
+
+ANSIBLE_DIR = REPO / "ansible"
+PLAYBOOK = ANSIBLE_DIR / "site.yml"
+INVENTORY = REPO / "inventories" / "local" / "hosts.yml"
+VENV_BIN = Path(sys.executable).parent
+
+REST_PORT = 18081
+RPC_PORT = 16123
+PROMETHEUS_PORT = 19090
+REPORTER_PORTS = range(19250, 19256)
+REST = f"http://localhost:{REST_PORT}"
+PROMETHEUS = f"http://127.0.0.1:{PROMETHEUS_PORT}"
+
+
+def _java_available() -> bool:
+    try:
+        return subprocess.run(["java", "-version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _pyflink_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyflink") is not None
+
+
+def test_ansible_lint_offline():
+    lint = VENV_BIN / "ansible-lint"
+    if not lint.exists():
+        pytest.skip("ansible-lint is not installed in this environment (pip install -e '.[test]')")
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
+    proc = subprocess.run(
+        [str(lint), "--offline", "--nocolor"], cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True, timeout=300
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Passed" in out and "0 failure(s), 0 warning(s)" in out, out
+    assert "Profile 'production' was required, and it passed" in out, out
+
+
+def test_inventory_settings_are_plain_yaml():
+    settings = inventory_settings(INVENTORY)
+    assert settings["streambed_state_dir"] == str(REPO / ".streambed" / "local")
+    assert settings["flink_rest_port"] == 8081
+    assert settings["prometheus_port"] == 9090
+    assert (settings["flink_metrics_port_min"], settings["flink_metrics_port_max"]) == (9250, 9260)
+    assert (settings["flink_taskmanagers"], settings["flink_taskmanager_slots"]) == (1, 4)
+    assert settings["flink_memory_per_slot_mb"] == 1024
+
+
+def test_missing_inventory_is_one_line_error(tmp_path):
+    with pytest.raises(DeploymentError, match="inventory not found"):
+        run_playbook(PLAYBOOK, tmp_path / "nope.yml")
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("localhost", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _pid(path: Path) -> int:
+    lines = [ln for ln in path.read_text().split() if ln.strip()]
+    assert len(lines) == 1, f"{path}: {lines}"
+    return int(lines[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class Testbed:
+    """One deployment on test ports; ``apply`` records every run with its duration."""
+
+    __test__ = False
+
+    def __init__(self, state_dir: Path):
+        self.state_dir = state_dir
+        self.vars: dict = {
+            "streambed_state_dir": str(state_dir),
+            "flink_rest_port": REST_PORT,
+            "flink_jobmanager_rpc_port": RPC_PORT,
+            "prometheus_port": PROMETHEUS_PORT,
+            "flink_metrics_port_min": REPORTER_PORTS[0],
+            "flink_metrics_port_max": REPORTER_PORTS[-1],
+            "flink_taskmanagers": 1,
+            "flink_taskmanager_slots": 2,
+            "flink_memory_per_slot_mb": 512,
+        }
+        self.runs: dict[str, PlaybookResult] = {}
+        self.tasks: list[str] = []
+
+    def apply(self, label: str, **overrides) -> PlaybookResult:
+        self.vars.update(overrides)
+        result = run_playbook(
+            PLAYBOOK, INVENTORY, self.vars, on_task=self.tasks.append, private_dir=self.state_dir / "ansible"
+        )
+        self.runs[label] = result
+        print(f"\n[ansible] {label}: {result}")
+        return result
+
+    @property
+    def jobmanager_pid(self) -> int:
+        return _pid(self.state_dir / "run" / "flink-streambed-standalonesession.pid")
+
+    @property
+    def taskmanager_pid(self) -> int:
+        return _pid(self.state_dir / "run" / "flink-streambed-taskexecutor.pid")
+
+
+@pytest.fixture(scope="module")
+def testbed(tmp_path_factory):
+    if not _java_available():
+        pytest.skip("no java on PATH: Flink cannot run here")
+    if not _pyflink_available():
+        pytest.skip("Flink from PyPI is not installed (make install)")
+    busy = [p for p in (REST_PORT, RPC_PORT, PROMETHEUS_PORT, *REPORTER_PORTS) if _port_open(p)]
+    if busy:
+        pytest.fail(f"test ports already in use (a leftover deployment?): {busy}")
+    bed = Testbed(tmp_path_factory.mktemp("testbed"))
+    try:
+        yield bed
+    finally:
+        if not (bed.runs and list(bed.runs)[-1] == "stop"):  # else test_stop_frees_every_port stopped it all
+            _teardown(bed)
+
+
+def _teardown(bed: Testbed) -> None:
+    try:
+        bed.apply("teardown", flink_state="stopped", prometheus_state="stopped")
+    except DeploymentError as exc:  # report, but still leave nothing running
+        print(f"[ansible] teardown failed: {exc}")
+        for pattern in (f"--configDir {bed.state_dir}", f"--config.file={bed.state_dir}"):
+            found = subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True, text=True)
+            for pid in found.stdout.split():
+                os.kill(int(pid), 9)
+
+
+def test_first_apply_deploys_flink_and_prometheus(testbed):
+    first = testbed.apply("first")
+    assert first.failed == 0 and first.rc == 0
+    assert first.changed > 0
+    overview = requests.get(f"{REST}/overview", timeout=5).json()
+    assert overview["taskmanagers"] == 1
+    assert overview["slots-total"] == 2
+    assert requests.get(f"{PROMETHEUS}/-/ready", timeout=5).status_code == 200
+    assert any(t.startswith("flink : Start the TaskManagers") for t in testbed.tasks)
+    config = (testbed.state_dir / "conf" / "flink" / "config.yaml").read_text()
+    assert "taskmanager.memory.process.size: 1536m" in config  # 2 x 512 + 512
+    assert f"metrics.reporter.prom.port: {REPORTER_PORTS[0]}-{REPORTER_PORTS[-1]}" in config
+
+
+def test_second_apply_changes_nothing(testbed):
+    jm, tm = testbed.jobmanager_pid, testbed.taskmanager_pid
+    second = testbed.apply("second")
+    assert second.changed == 0, second
+    assert second.failed == 0
+    assert (testbed.jobmanager_pid, testbed.taskmanager_pid) == (jm, tm)
+
+
+def test_prometheus_scrapes_flink(testbed):
+    deadline = time.monotonic() + 30
+    up: list = []
+    while time.monotonic() < deadline:
+        reply = requests.get(f"{PROMETHEUS}/api/v1/query", params={"query": 'up{job="flink"}'}, timeout=5).json()
+        up = [r["metric"]["instance"] for r in reply["data"]["result"] if r["value"][1] == "1"]
+        if up:
+            break
+        time.sleep(1)
+    assert up, "no Flink reporter target is up in Prometheus"
+    targets = requests.get(f"{PROMETHEUS}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
+    flink = {t["labels"]["instance"] for t in targets if t["labels"]["job"] == "flink"}
+    assert flink == {f"localhost:{p}" for p in REPORTER_PORTS}
+
+
+def test_memory_change_restarts_only_the_taskmanager(testbed):
+    jm, tm = testbed.jobmanager_pid, testbed.taskmanager_pid
+    before = requests.get(f"{REST}/taskmanagers", timeout=5).json()["taskmanagers"]
+    assert [t["memoryConfiguration"]["totalProcessMemory"] for t in before] == [1536 << 20]
+
+    redeploy = testbed.apply("memory 512 -> 768 MB per slot", flink_memory_per_slot_mb=768)
+    assert redeploy.changed > 0
+    assert redeploy.elapsed_s < 60
+    assert testbed.jobmanager_pid == jm and _alive(jm), "the JobManager must not restart"
+    assert testbed.taskmanager_pid != tm and not _alive(tm), "the TaskManager must restart"
+
+    overview = requests.get(f"{REST}/overview", timeout=5).json()
+    assert (overview["taskmanagers"], overview["slots-total"]) == (1, 2)
+    after = requests.get(f"{REST}/taskmanagers", timeout=5).json()["taskmanagers"]
+    assert [t["memoryConfiguration"]["totalProcessMemory"] for t in after] == [2048 << 20]  # 2 x 768 + 512
+    assert after[0]["id"] != before[0]["id"]
+
+
+def test_stop_frees_every_port(testbed):
+    stopped = testbed.apply("stop", flink_state="stopped", prometheus_state="stopped")
+    assert stopped.failed == 0 and stopped.changed > 0
+    busy = [p for p in (REST_PORT, RPC_PORT, PROMETHEUS_PORT, *REPORTER_PORTS) if _port_open(p)]
+    assert busy == []
+    for pattern in (f"--configDir {testbed.state_dir}", f"--config.file={testbed.state_dir}"):
+        assert subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True).returncode == 1
+    print("\n[ansible] timings: " + ", ".join(f"{k} {r.elapsed_s:.1f}s" for k, r in testbed.runs.items()))

@@ -1,0 +1,48 @@
+"""Pure parts of the Flink testbed: operator names from a job plan, declared graphs."""
+
+import pytest
+
+from streambed.errors import UserError
+from streambed.testbed.flink import parse_declared_graph, plan_operators, short_name
+
+
+def test_short_names_follow_flinks_operator_descriptions():
+    assert short_name("Calc(select=[bid.auction AS auction], where=[(event_type = 2)])") == "Calc"
+    assert short_name("Sink: Sink(table=[default_catalog.default_database.discard_sink], fields=[a])") == "Sink"
+    assert short_name("GroupWindowAggregate(groupBy=[$f0], window=[...])") == "GroupWindowAggregate"
+    assert short_name("Join(joinType=[InnerJoin], where=[...])") == "Join"
+
+
+def test_plan_operators_names_nodes_in_topological_order():
+    # a diamond as in q5: source -> calc -> window -> (calc a, calc b) -> join -> sink
+    nodes = [
+        {"id": "j", "description": "Join(joinType=[InnerJoin])", "inputs": [{"id": "ca"}, {"id": "cb"}]},
+        {"id": "s", "description": "Sink: Sink(table=[x])", "inputs": [{"id": "j"}]},
+        {"id": "src", "description": "Source: datagen"},
+        {"id": "c", "description": "Calc(select=[a])", "inputs": [{"id": "src"}]},
+        {"id": "w", "description": "GroupWindowAggregate(groupBy=[a])", "inputs": [{"id": "c"}]},
+        {"id": "ca", "description": "Calc(select=[b])", "inputs": [{"id": "w"}]},
+        {"id": "cb", "description": "Calc(select=[c])", "inputs": [{"id": "w"}]},
+    ]
+    ops, sources = plan_operators(nodes)
+    assert sources == ["src"]
+    names = [n for n, _, _ in ops]
+    assert names[0] == "Calc#1" and names[1] == "GroupWindowAggregate#2"
+    assert set(names[2:4]) == {"Calc#3", "Calc#4"}
+    assert names[4:] == ["Join#5", "Sink#6"]
+    inputs = {n: i for n, _, i in ops}
+    assert inputs["Calc#1"] == ["source"]
+    assert sorted(inputs["Join#5"]) == ["Calc#3", "Calc#4"]
+    assert dict((n, v) for n, v, _ in ops)["Join#5"] == "j"
+
+
+def test_declared_graph_from_a_query_header():
+    sql = ("-- Nexmark q1\n-- streambed-operators: Calc#1 Sink#2\n-- streambed-edges: source>Calc#1 Calc#1>Sink#2\n"
+           "INSERT INTO x SELECT 1;")
+    q = parse_declared_graph("q1", sql)
+    assert q.operators == ("Calc#1", "Sink#2")
+    assert q.edges == (("source", "Calc#1"), ("Calc#1", "Sink#2"))
+    with pytest.raises(UserError, match="streambed-operators"):
+        parse_declared_graph("q1", "INSERT INTO x SELECT 1;")
+    with pytest.raises(UserError, match="up>down"):
+        parse_declared_graph("q1", "-- streambed-operators: A#1\n-- streambed-edges: source-A#1\n")
