@@ -9,9 +9,12 @@ PY := $(VENV)/bin/python
 STREAMBED := $(VENV)/bin/streambed
 QUERY ?= q1
 RATE ?=
-TESTBED ?= sim
+# flink: the local Flink testbed (inventories/local), deployed by Ansible; sim: the simulated testbed.
+TESTBED ?= flink
 MEMORY ?= 4096
 CAMPAIGN_DIR ?= campaigns
+FLINK_JOB_JAR := flink/build/streambed-job.jar
+FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 
 .PHONY: venv install plan test bench evaluate clean calibration
 
@@ -29,12 +32,17 @@ venv install: $(VENV)/.installed
 
 # A campaign with the same query and rate resumes (finished measurements come from its ledger);
 # remove its directory under $(CAMPAIGN_DIR) for a fresh one. Without RATE: 10x the testbed's MST.
-PLAN_DIR = $(CAMPAIGN_DIR)/plan-$(QUERY)$(if $(RATE),-$(RATE))
-plan: $(VENV)/.installed
+# On the local Flink testbed: the quick timing profile and the explorer's minimum of measurements
+# (4 corners + 3), so that a plan takes minutes on 2 cores (PLAN_ARGS adds or overrides options).
+PLAN_DIR = $(CAMPAIGN_DIR)/plan-$(QUERY)$(if $(RATE),-$(RATE))$(if $(filter sim,$(TESTBED)),-sim)
+PLAN_FLINK_ARGS ?= --timing quick --max-measurements 7
+PLAN_ARGS ?=
+plan: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
 	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(PLAN_DIR) \
+		$(if $(filter flink,$(TESTBED)),$(PLAN_FLINK_ARGS)) $(PLAN_ARGS) \
 		$(if $(wildcard $(PLAN_DIR)/ledger.sqlite),--resume)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) -m pytest -q
 
 calibration: $(VENV)/.installed
@@ -53,8 +61,6 @@ clean:
 
 # The Flink job (flink/): plain javac against the pinned Flink's lib/, rebuilt only when a source,
 # a resource, the build script or the venv is newer than the jar.
-FLINK_JOB_JAR := flink/build/streambed-job.jar
-FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 .PHONY: flink-job
 flink-job: $(VENV)/.installed $(FLINK_JOB_JAR)
 

@@ -35,7 +35,8 @@ from streambed.explorer import ExplorerSettings, select_family
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
 from streambed.optimizer import ConfigurationOptimizer, bids2, ds2, ds2_within
-from streambed.surrogates import Features, Observation, Surrogate, fit, inverse_solve, loocv_rmse
+from streambed.records import paper_search_file, read_measurements
+from streambed.surrogates import Features, Surrogate, fit, inverse_solve, loocv_rmse
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth
@@ -55,9 +56,6 @@ PAPER_FAMILY = {"q1": "linear", "q2": "linear", "q5": "log", "q8": "sqrt", "q11"
 PAPER_TABLE_IV = {"q1": {512: 179, 1024: 179, 2048: 179, 4096: 178}, "q2": {512: 69, 1024: 69, 2048: 69, 4096: 69},
                   "q5": {2048: 1069, 4096: 1079}, "q8": {2048: 179, 4096: 176},
                   "q11": {512: 565, 1024: 564, 2048: 562, 4096: 559}}
-SEARCH_FILES = {"q1": "search_q1-20230704233749.csv", "q2": "search_q2-20230711014507.csv",
-                "q5": "search_q5-20230620132451.csv", "q8": "search_q8-20230628131449.csv",
-                "q11": "search_q11-20230615031213.csv"}
 
 console = Console(width=160)
 
@@ -202,8 +200,7 @@ def section_c() -> list[dict]:
     regression = _csv(PAPER_DATA / "runs" / "all_runs.csv")
     rows = []
     for q in NEXMARK:
-        obs = [Observation(float(r["memory_mb"]) / 16, int(r["used_task_slots"]), float(r["observed_source_rate"]))
-               for r in _csv(PAPER_DATA / "runs" / SEARCH_FILES[q])]
+        obs = list(read_measurements(paper_search_file(PAPER_DATA, q)).observations)
         features = Features()
         families = ("linear", "log", "sqrt")
         loocv = {f: loocv_rmse(f, obs, features) for f in families}

@@ -46,3 +46,49 @@ def test_declared_graph_from_a_query_header():
         parse_declared_graph("q1", "INSERT INTO x SELECT 1;")
     with pytest.raises(UserError, match="up>down"):
         parse_declared_graph("q1", "-- streambed-operators: A#1\n-- streambed-edges: source-A#1\n")
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the socket is
+
+
+def _unreachable_testbed(tmp_path, timeout_s: float):
+    from streambed.testbed.flink import FlinkSettings, FlinkTestbed
+
+    settings = FlinkSettings(rest_url=f"http://127.0.0.1:{_closed_port()}",
+                             prometheus_url=f"http://127.0.0.1:{_closed_port()}", flink_home=tmp_path,
+                             jar=tmp_path / "job.jar", queries_dir=tmp_path, state_dir=tmp_path, timeout_s=timeout_s)
+    return FlinkTestbed(settings)
+
+
+def test_an_unreachable_rest_api_is_a_clear_error_within_the_timeout(tmp_path):
+    import time
+
+    from streambed.errors import TestbedUnreachable
+    from streambed.model import Budget
+
+    tb = _unreachable_testbed(tmp_path, timeout_s=2.0)
+    t0 = time.monotonic()
+    with pytest.raises(TestbedUnreachable, match=r"Flink REST API at http://127\.0\.0\.1:\d+ does not answer"):
+        tb.prepare(Budget(2, 1024))
+    assert time.monotonic() - t0 < 10
+
+
+def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path):
+    import time
+
+    from streambed.errors import TestbedUnreachable
+    from streambed.model import Budget, Configuration, Query
+    from streambed.testbed.base import Run
+
+    tb = _unreachable_testbed(tmp_path, timeout_s=2.0)
+    q = Query("q1", ("Calc#1", "Sink#2"), (("source", "Calc#1"), ("Calc#1", "Sink#2")))
+    run = Run("job", q, Configuration.single_task(q), Budget(2, 1024), time.time(), 1000.0)
+    t0 = time.monotonic()
+    with pytest.raises(TestbedUnreachable, match=r"Prometheus at http://127\.0\.0\.1:\d+ does not answer"):
+        tb._series("flink_taskmanager_job_task_numRecordsOut", run, time.time() - 5, time.time())
+    assert time.monotonic() - t0 < 10

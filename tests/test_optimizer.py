@@ -1,7 +1,6 @@
 """Configuration Optimizer (paper section V): single-task metrics, BIDS2, DS2."""
 
 import itertools
-import json
 import math
 import time
 
@@ -12,6 +11,7 @@ from conftest import PAPER_DATA
 from streambed.errors import UserError
 from streambed.model import Measurement, OperatorMetrics, Query
 from streambed.optimizer import (OperatorRates, SingleTaskMetrics, bids2, bids2_rate, ds2, ds2_within)
+from streambed.records import read_single_task_metrics
 
 PAPER = PAPER_DATA
 
@@ -84,16 +84,14 @@ def test_ds2_one_pass_rule():
 
 def test_bids2_reproduces_the_papers_324_solves():
     """bids2_vectors.json: every BIDS2 solve of the paper's runs, with its inputs and objective."""
-    vectors = json.loads((PAPER / "bids2_vectors.json").read_text())
-    assert len(vectors) == 324
+    solves = read_single_task_metrics(PAPER / "bids2_vectors.json").records
+    assert len(solves) == 324
     worst = 0.0
     t0 = time.perf_counter()
-    for v in vectors:
-        m = SingleTaskMetrics(v["query"], v["memory_mb"], tuple(
-            (o["name"], OperatorRates(o["true_rate_per_task"], o["input_ratio"])) for o in v["operators"]))
-        sol = bids2(m, v["slots"])
-        worst = max(worst, abs(sol.predicted_rate - v["paper_objective"]) / v["paper_objective"])
-        assert sum(sol.parallelism.values()) == v["slots"]
+    for v in solves:
+        sol = bids2(v.metrics, v.slots)
+        worst = max(worst, abs(sol.predicted_rate - v.recorded_objective) / v.recorded_objective)
+        assert sum(sol.parallelism.values()) == v.slots
     assert worst <= 1e-6, worst
     assert time.perf_counter() - t0 < 120  # sanity bound only; speed is measured in make bench
 

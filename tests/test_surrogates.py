@@ -13,6 +13,7 @@ import pytest
 
 from conftest import PAPER_DATA
 
+from streambed.records import paper_search_file, read_measurements
 from streambed.surrogates import (
     FAMILIES,
     Features,
@@ -377,13 +378,7 @@ def test_inverse_solve_is_fast_for_a_million_slots():
 # ----------------------------------------------------------------------------------- the paper
 
 PAPER_DIR = PAPER_DATA
-SEARCH_FILES = {
-    "q1": "q1-20230704233749",
-    "q2": "q2-20230711014507",
-    "q5": "q5-20230620132451",
-    "q8": "q8-20230628131449",
-    "q11": "q11-20230615031213",
-}
+QUERIES = ("q1", "q2", "q5", "q8", "q11")
 PAPER_FAMILY = {"q1": "linear", "q2": "linear", "q5": "log", "q8": "sqrt", "q11": "linear"}
 REQUESTED_RATE = {"q1": 160e6, "q2": 190e6, "q5": 2.5e6, "q8": 15e6, "q11": 20e6}
 # Table IV of the paper (task slots at 0.5/1/2/4 GB per slot); None = "-", not searched
@@ -409,22 +404,15 @@ def _read_csv(name: str) -> list[dict]:
 
 
 def _search_observations(query: str) -> list[Observation]:
-    """The RE's training data in file order; memory_mb in the file is TaskManager MB (16 slots)."""
-    return [
-        Observation(
-            memory_mb=float(r["memory_mb"]) / 16,
-            slots=int(r["used_task_slots"]),
-            mst=float(r["observed_source_rate"]),
-        )
-        for r in _read_csv(f"runs/search_{SEARCH_FILES[query]}.csv")
-    ]
+    """The RE's training data in file order (records.py turns the file's TaskManager MB into MB per slot)."""
+    return list(read_measurements(paper_search_file(PAPER_DIR, query)).observations)
 
 
 @pytest.fixture(scope="module")
 def paper():
     fits = {(r["query"], r["model"]): r for r in _read_csv("model_fits.csv")}
     scan = _read_csv("model_prefix_scan.csv")
-    obs = {q: _search_observations(q) for q in SEARCH_FILES}
+    obs = {q: _search_observations(q) for q in QUERIES}
     prefix = {(q, fam): paper_prefix_fit(fam, obs[q], Features(), k_min=5, k_max=20) for q in obs for fam in FAMILIES}
     return {"fits": fits, "scan": scan, "obs": obs, "prefix": prefix}
 
@@ -433,7 +421,7 @@ def _slots(cell: str):
     return int(cell) if cell else None
 
 
-@pytest.mark.parametrize("query", list(SEARCH_FILES))
+@pytest.mark.parametrize("query", QUERIES)
 def test_paper_prefix_fit_reproduces_table_iii(paper, query):
     family = PAPER_FAMILY[query]
     row = paper["fits"][(query, family)]
@@ -449,7 +437,7 @@ def test_paper_prefix_fit_reproduces_table_iii(paper, query):
     assert loocv_rmse(family, paper["obs"][query][:k]) != pytest.approx(score, rel=1e-3)
 
 
-@pytest.mark.parametrize("query", list(SEARCH_FILES))
+@pytest.mark.parametrize("query", QUERIES)
 def test_inverse_solve_reproduces_table_iv(paper, query):
     family = PAPER_FAMILY[query]
     model = paper["prefix"][(query, family)][0]

@@ -16,9 +16,10 @@ from .commands.args import (Parser, memory_list, non_negative_seconds, number_li
                             positive_number)
 from .commands.campaign import (cmd_estimate, cmd_explore, cmd_measure, cmd_optimize, cmd_plan,
                                 cmd_validate)
+from .commands.records import MEMORY_FEATURES, TRAINING, cmd_export, cmd_fit, cmd_optimize_from_metrics
 from .commands.sim import (cmd_sim_calibrate, cmd_sim_check, cmd_sim_min_slots, cmd_sim_profiles,
                            cmd_sim_run, cmd_sim_truth)
-from .errors import StreamBedError
+from .errors import StreamBedError, UserError
 from .report.console import Output
 
 EXIT_USER_ERROR = 2
@@ -114,14 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_estimate)
 
-    sp = sub.add_parser("optimize", help="Configuration Optimizer alone: BIDS2 for a budget, then its MST")
-    sp.add_argument("--query", required=True)
-    sp.add_argument("--slots", required=True, type=positive_int)
-    sp.add_argument("--memory", type=positive_int, default=4096, help="MB per slot")
+    sp = sub.add_parser("optimize", help="Configuration Optimizer alone: BIDS2 for a budget, then its MST "
+                                         "(with --from-metrics: BIDS2 from a file, no testbed)")
+    sp.add_argument("--query", help="required on a testbed; with --from-metrics, keeps that query's metrics only")
+    sp.add_argument("--slots", type=positive_int,
+                    help="required, except with --from-metrics on a file that gives each solve's budget")
+    sp.add_argument("--memory", type=positive_int,
+                    help="MB per slot (default 4096; with --from-metrics: keeps that profile's metrics only)")
+    sp.add_argument("--from-metrics", metavar="FILE",
+                    help="single-task metrics recorded in FILE (docs/records.md): BIDS2 alone, no testbed")
     campaign_args(sp, "optimize")
     planner_args(sp)
     common(sp)
-    sp.set_defaults(func=cmd_optimize)
+    sp.set_defaults(func=_optimize)
 
     def explorer_args(sp):
         sp.add_argument("--profiles", type=memory_list, help="memory per slot to explore, MB (default: the testbed's)")
@@ -162,7 +168,43 @@ def build_parser() -> argparse.ArgumentParser:
     campaign_args(sp, "validate")
     common(sp)
     sp.set_defaults(func=cmd_validate)
+
+    sp = sub.add_parser("fit", help="the explorer's model from recorded measurements, inverse-solved for a rate "
+                                    "(no testbed)")
+    sp.add_argument("--measurements", required=True, metavar="FILE",
+                    help="a campaign's ledger or exploration.json, or the paper's runs/search_*.csv (docs/records.md)")
+    sp.add_argument("--rate", required=True, type=positive_number, help="target events/s, e.g. 2.5e6")
+    sp.add_argument("--profiles", type=memory_list, help="memory per slot to plan, MB (default: the measured ones)")
+    sp.add_argument("--family", choices=("auto", "linear", "log", "sqrt"), default="auto",
+                    help="surrogate family; auto: the explorer's own selection rule (default)")
+    sp.add_argument("--safety", type=positive_number, default=1.10, help="over-provisioning factor (paper: 1.10)")
+    sp.add_argument("--training", choices=TRAINING, default="all",
+                    help="all measurements (the explorer), or paper-prefix: the paper's best first-k rows, k=5..20")
+    sp.add_argument("--memory-feature", choices=tuple(MEMORY_FEATURES), default="taskmanager-mb",
+                    help="how memory enters the model: TaskManager MB, 16 slots each (the paper's, default), or MB per slot")
+    sp.add_argument("--log", choices=("log1p", "log"), default="log1p",
+                    help="the log family's transform: log1p (the paper's, default) or log")
+    common(sp)
+    sp.set_defaults(func=cmd_fit)
+
+    sp = sub.add_parser("export", help="write a campaign's measurements and single-task metrics as files "
+                                       "fit and optimize --from-metrics read")
+    sp.add_argument("--campaign-dir", required=True, help="a plan, explore or optimize campaign")
+    sp.add_argument("--out", help="directory for the files (default: <campaign-dir>/export)")
+    common(sp)
+    sp.set_defaults(func=cmd_export)
     return p
+
+
+def _optimize(args, out: Output) -> None:
+    """optimize runs BIDS2 from a file (--from-metrics) or on a testbed, which needs --query and --slots."""
+    if args.from_metrics:
+        return cmd_optimize_from_metrics(args, out)
+    missing = [opt for opt, v in (("--query", args.query), ("--slots", args.slots)) if v is None]
+    if missing:
+        raise UserError(f"the following arguments are required: {', '.join(missing)} (or --from-metrics FILE)")
+    args.memory = args.memory or 4096
+    return cmd_optimize(args, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

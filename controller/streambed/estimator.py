@@ -15,8 +15,8 @@
 Every observation window is a ledger step: it is written before the search moves on, and a resumed
 campaign replays the recorded windows, so only missing ones touch the testbed (after a fresh warm-up,
 because the job of the killed campaign is gone). A window that fails (job restarted, metrics
-missing) is discarded, logged in the ledger and retried after a new warm-up, a bounded number of
-times; it is never counted.
+missing) is discarded, logged in the ledger and retried on a fresh job after a new warm-up, a
+bounded number of times; it is never counted.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ TIMING_PROFILES = {
     "paper-complex": TimingProfile("paper-complex", 450, 15, 400, 60, 60, 7),
     # For the local Flink testbed (2 cores) and tests: short phases, a coarser sensibility, so that
     # an estimate takes about two minutes of real time.
-    "quick": TimingProfile("quick", warmup_s=15, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=5, observe_s=8,
-                           max_iterations=6, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30),
+    "quick": TimingProfile("quick", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3, observe_s=6,
+                           max_iterations=5, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30),
 }
 
 
@@ -116,13 +116,25 @@ class Estimate:
     """Testbed time the estimate consumed (recorded windows count with their recorded time)."""
     discarded: int = 0
 
+    @property
+    def source_limited(self) -> bool:
+        """The search's upper bound came from a window the source capped (its tasks could not emit
+        the target), not the job: the MST is then a lower bound of the configuration's capacity."""
+        return source_limited(self.windows)
+
     def to_dict(self) -> dict:
         return {"configuration": self.configuration.as_dict(), "slots": self.budget.slots,
                 "memory_mb": self.budget.memory_mb, "mst": self.mst, "warmup_rate": self.warmup_rate,
                 "iterations": len(self.windows), "testbed_seconds": self.testbed_seconds,
-                "discarded_windows": self.discarded,
+                "discarded_windows": self.discarded, "source_limited": self.source_limited,
                 "measurement": self.measurement.to_dict() if self.measurement else None,
                 "windows": [w.to_dict() for w in self.windows]}
+
+
+def source_limited(windows: list[Window]) -> bool:
+    """Whether the lowest failed rate of a search failed because the source saturated."""
+    failed = [w for w in windows if not w.success]
+    return bool(failed) and min(failed, key=lambda w: w.rate).measurement.source_saturated
 
 
 def next_rate(rate: float, min_rate: float, max_rate: float) -> float:
@@ -199,8 +211,8 @@ class CapacityEstimator:
             except TestbedError as e:
                 job.discarded += 1
                 self.ledger.record("window-discarded", {"key": key, "attempt": attempt, "reason": str(e)})
-                self.log(f"{key}: window discarded ({e}); warming up again")
-                job.needs_warmup = True
+                self.log(f"{key}: window discarded ({e}); starting the job again")
+                job.restart()
         raise EstimationFailed(f"{key}: {self.timing.max_retries + 1} windows failed in a row; giving up")
 
 
@@ -258,6 +270,16 @@ class _Job:
         tb.wait(run, t.ramp_s)
         m = tb.observe(run, t.observe_s)
         return {"measurement": m.to_dict(), "testbed_seconds": tb.now() - t0, "cooldown_s": cooled}
+
+    def restart(self) -> None:
+        """After a failed window: a fresh job and a new warm-up (a job that restarted lost its
+        state and warm buffers, and one whose TaskManager was lost may never run again)."""
+        try:
+            self.stop()
+        except TestbedError as e:  # the job may already be gone with its TaskManager
+            self.est.ledger.record("run-lost", {"key": self.key, "reason": str(e)})
+            self.run = None
+        self.needs_warmup = True
 
     def stop(self) -> None:
         if self.run is not None:

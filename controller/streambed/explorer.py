@@ -54,6 +54,8 @@ class ExplorationPoint:
     """corner or search."""
     trace: list[dict] = field(default_factory=list)
     """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
+    source_limited: bool = False
+    """The testbed's source, not the job, bounded this MST (it is then a lower bound)."""
 
     def observation(self) -> Observation:
         return Observation(self.memory_mb, self.slots, self.mst)
@@ -168,7 +170,8 @@ class ResourceExplorer:
             i = len(ex.points)
             res = self.optimizer.optimize(Budget(slots, memory), f"co{i:02d}/{memory}MB/{slots}")
             pt = ExplorationPoint(memory, slots, res.mst, res.configuration.as_dict(), res.predicted_rate,
-                                  math.nan, res.estimate["testbed_seconds"], phase, compact_trace(res.estimate))
+                                  math.nan, res.estimate["testbed_seconds"], phase, compact_trace(res.estimate),
+                                  bool(res.estimate.get("source_limited", False)))
             ex.points.append(pt)
             pt.rmse = best_loocv(ex.observations(), s.features, s.families)
             history.append(pt.rmse)

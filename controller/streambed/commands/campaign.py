@@ -31,7 +31,7 @@ def testbed_for(args, max_slots: int | None = None, out: Output | None = None):
             raise UserError("--profile: only the simulated testbed takes a profile (--testbed sim)")
         from ..infra.local import local_testbed
 
-        tb = local_testbed(log=out.info if out else None)
+        tb = local_testbed(log=out.status if out else None)
         tb.query(args.query)  # checks the query file and its graph before any campaign starts
         return tb, args.query
     if args.testbed != "sim":
@@ -51,7 +51,7 @@ def cmd_measure(args, out: Output) -> None:
     from ..campaigns.measure import WindowTiming, measure_rates
     from ..ledger import Ledger
 
-    testbed, query_name = testbed_for(args)
+    testbed, query_name = testbed_for(args, out=out)
     query = testbed.query(query_name)
     configuration = parse_configuration(args.config, query) if args.config else Configuration.single_task(query)
     budget = Budget(configuration.slots, args.memory)
@@ -91,7 +91,7 @@ def campaign_dir(args, kind: str, query: str) -> Path:
 def _estimator(testbed, ledger, args, out: Output):
     from ..estimator import CapacityEstimator, timing_profile
 
-    return CapacityEstimator(testbed, ledger, timing_profile(args.timing), log=out.info if args.verbose else None)
+    return CapacityEstimator(testbed, ledger, timing_profile(args.timing), log=out.info if args.verbose else out.status)
 
 
 def _check_timing(args) -> None:
@@ -106,7 +106,7 @@ def cmd_estimate(args, out: Output) -> None:
     from ..report.tables import estimate_table
 
     _check_timing(args)
-    testbed, name = testbed_for(args)
+    testbed, name = testbed_for(args, out=out)
     query = testbed.query(name)
     configuration = parse_configuration(args.config, query) if args.config else Configuration.single_task(query)
     budget = Budget(configuration.slots, args.memory)
@@ -129,7 +129,7 @@ def cmd_optimize(args, out: Output) -> None:
     from ..optimizer import ConfigurationOptimizer
 
     _check_timing(args)
-    testbed, name = testbed_for(args)
+    testbed, name = testbed_for(args, out=out)
     query = testbed.query(name)
     budget = Budget(args.slots, args.memory)
     check_budget(budget, testbed.info())
@@ -177,7 +177,7 @@ def cmd_explore(args, out: Output) -> None:
     from ..optimizer import ConfigurationOptimizer
     from ..report.tables import exploration_table
 
-    testbed, name = testbed_for(args)
+    testbed, name = testbed_for(args, out=out)
     memories = _memories(args, testbed)
     directory = campaign_dir(args, "explore", name)
     params = {"testbed": args.testbed, "query": name, "profiles": memories, "seed": args.seed, "timing": args.timing,
@@ -186,7 +186,7 @@ def cmd_explore(args, out: Output) -> None:
     with Ledger.open(directory, "explore", params, resume=args.resume) as ledger:
         est = _estimator(testbed, ledger, args, out)
         explorer = ResourceExplorer(ConfigurationOptimizer(est, testbed.query(name)), testbed.info(),
-                                    _explorer_settings(args), log=out.info if args.verbose else None)
+                                    _explorer_settings(args), log=out.info if args.verbose else out.status)
         with out.progress(f"exploring {name}", total=args.max_measurements) as step:
             ex = explorer.explore(memories, lambda p: step.advance(
                 description=f"{p.slots} slots x {p.memory_mb} MB: MST {p.mst:,.0f}"))
@@ -206,7 +206,7 @@ def cmd_plan(args, out: Output) -> None:
     from ..ledger import Ledger
     from ..report.tables import plan_tables
 
-    testbed, name = testbed_for(args)
+    testbed, name = testbed_for(args, out=out)
     memories = _memories(args, testbed)
     timing = timing_profile(args.timing)
     directory = campaign_dir(args, "plan", name)
@@ -217,7 +217,7 @@ def cmd_plan(args, out: Output) -> None:
         what = f"{args.rate:,.0f} events/s" if args.rate else "10x the testbed's largest MST (no --rate given)"
         with out.progress(f"planning {name} for {what}", total=args.max_measurements) as step:
             outcome = run_plan(testbed, ledger, name, args.rate, memories, timing, _explorer_settings(args), directory,
-                               log=out.info if args.verbose else None,
+                               log=out.info if args.verbose else out.status,
                                on_point=lambda p: step.advance(
                                    description=f"{p.phase}: {p.slots} slots x {p.memory_mb} MB -> MST {p.mst:,.0f}"))
         data = outcome.to_dict()

@@ -73,7 +73,10 @@ def cmd_sim_min_slots(args, out: Output) -> None:
 
 def cmd_sim_calibrate(args, out: Output) -> None:
     from ..testbed.sim.calibration import calibrate
+    from ..testbed.sim.profile import load_profile
 
+    for name in args.profiles:  # every name checked before any work starts
+        load_profile(name)
     rows = []
     with out.progress("calibrating profiles against the paper", total=len(args.profiles)) as step:
         for name in args.profiles:

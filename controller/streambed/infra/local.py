@@ -40,9 +40,11 @@ def flink_home() -> Path:
     return Path(os.path.dirname(pyflink.__file__))
 
 
-def settings(inventory: Path | None = None, repo: Path = REPO) -> FlinkSettings:
+def settings(inventory: Path | None = None, repo: Path = REPO, overrides: dict | None = None) -> FlinkSettings:
+    """The testbed's settings; ``overrides`` are Ansible variables that replace the inventory's
+    (ports, state directory: how the integration tests deploy a testbed of their own)."""
     inventory = inventory or repo / "inventories" / "local"
-    v = inventory_settings(inventory)
+    v = {**inventory_settings(inventory), **(overrides or {})}
     t = _load(inventory / "testbed.yml")
     try:
         return FlinkSettings(
@@ -63,15 +65,15 @@ def settings(inventory: Path | None = None, repo: Path = REPO) -> FlinkSettings:
 
 
 def local_testbed(inventory: Path | None = None, log: Callable[[str], None] | None = None,
-                  repo: Path = REPO) -> FlinkTestbed:
+                  repo: Path = REPO, overrides: dict | None = None) -> FlinkTestbed:
     """The Flink testbed of this machine; a budget with another memory per slot redeploys the
     TaskManager through the Ansible roles (the paper: a redeploy takes under a minute)."""
     inventory = inventory or repo / "inventories" / "local"
-    s = settings(inventory, repo)
+    s = settings(inventory, repo, overrides)
 
     def deploy(budget: Budget) -> None:
         run_playbook(repo / "ansible" / "site.yml", inventory,
-                     {"flink_memory_per_slot_mb": budget.memory_mb,
+                     {**(overrides or {}), "flink_memory_per_slot_mb": budget.memory_mb,
                       "flink_taskmanager_slots": budget.slots + s.source_parallelism},
                      on_task=(lambda task: log(f"ansible: {task}")) if log else None)
 

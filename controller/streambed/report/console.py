@@ -23,10 +23,23 @@ class Output:
         self.err = Console(stderr=True, highlight=False)
         self.out = Console(highlight=False)
         self.quiet = quiet
+        self._step: Step | None = None
+
+    def status(self, message: str) -> None:
+        """What long work is doing now: the description of the running progress bar (one line per
+        message when stderr is not a terminal), else an info line."""
+        if self._step is not None:
+            self._step.describe(message)
+        else:
+            self.info(message)
 
     def info(self, message: str) -> None:
         if not self.quiet:
             self.err.print(message)
+
+    def warn(self, message: str) -> None:
+        """Something the user must know about a result (shown even with --quiet)."""
+        self.err.print(f"[bold yellow]warning:[/] {message}")
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """A table for people: on stdout normally, on stderr when stdout carries JSON."""
@@ -51,27 +64,47 @@ class Output:
         p.start()
         try:
             task = p.add_task(description, total=total)
-            yield Step(p, task)
+            # Not a terminal (a log file, CI): no live bar, so each step is one line instead. The
+            # opening description waits for the first step: input refused before any work must
+            # leave exactly one line (the error) on stderr.
+            echo = self.err.print if not (self.quiet or self.err.is_terminal) else None
+            self._step = Step(p, task, echo)
+            yield self._step
         except BaseException:
+            self._step = None
             # The caller prints one error line: leave no progress line above it. A transient live
             # display erases itself on a terminal and writes nothing to a file or pipe; p.stop()
             # would also end the (absent) line with a newline there, so stop the live display alone.
             p.live.transient = True
             p.live.stop()
             raise
+        self._step = None
         p.stop()
 
 
 class Step:
-    def __init__(self, progress: Progress, task):
+    def __init__(self, progress: Progress, task, echo=None):
         self._p = progress
         self._task = task
+        self._echo = echo
+        self._opening: str | None = progress.tasks[0].description if echo else None
+
+    def _line(self, text: str) -> None:
+        if self._opening is not None:
+            self._echo(self._opening)
+            self._opening = None
+        self._echo(text)
 
     def advance(self, n: float = 1, description: str | None = None) -> None:
         self._p.update(self._task, advance=n, description=description or self._p.tasks[0].description)
+        if self._echo:
+            t = self._p.tasks[0]
+            self._line(f"[{t.completed:g}{f'/{t.total:g}' if t.total is not None else ''}] {t.description}")
 
     def describe(self, description: str) -> None:
         self._p.update(self._task, description=description)
+        if self._echo:
+            self._line(description)
 
 
 def fmt(v: Any) -> str:

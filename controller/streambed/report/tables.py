@@ -29,6 +29,13 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
                    ("a (memory), b (slots), c", f"{m['a']:.4g}, {m['b']:.4g}, {m['c']:.4g}"),
                    ("LOOCV RMSE linear / log / sqrt",
                     " / ".join(f"{exploration['loocv_rmse'].get(f, float('nan')):,.0f}" for f in ("linear", "log", "sqrt")))])
+        capped = [p for p in exploration["points"] if p.get("source_limited")]
+        if capped:
+            where = ", ".join(f"{p['slots']} slots x {p['memory_mb']} MB" for p in capped)
+            out.warn(f"{len(capped)} of {len(exploration['points'])} measurements were capped by the testbed's source, "
+                     f"not by the query ({where}): "
+                     f"their MSTs are lower bounds and the model underestimates the query; give the source more "
+                     f"parallelism or cores (the testbed's source_parallelism)")
 
 
 def exploration_table(out: Output, exploration: dict) -> None:

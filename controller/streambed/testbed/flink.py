@@ -190,11 +190,16 @@ class FlinkTestbed:
         if budget.memory_mb not in s.memory_profiles:
             raise UserError(f"memory: the Flink testbed offers {', '.join(map(str, s.memory_profiles))} MB per slot, "
                             f"got {budget.memory_mb}")
-        if self._budget is None or self._budget.memory_mb != budget.memory_mb:
-            if self.deploy is not None:
+        needed = s.max_slots + s.source_parallelism
+        if self.deploy is not None:
+            if self._budget is None or self._budget.memory_mb != budget.memory_mb:
                 self.log(f"deploying TaskManagers with {budget.memory_mb} MB per slot")
                 self.deploy(Budget(s.max_slots, budget.memory_mb))
-            self._wait_slots(s.max_slots + s.source_parallelism)
+            elif self._free_slots() < needed:
+                # A TaskManager was lost (killed, out of memory): the role starts what is not running.
+                self.log("the cluster has lost slots; deploying again")
+                self.deploy(Budget(s.max_slots, budget.memory_mb))
+        self._wait_slots(needed)
         self._budget = budget
 
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
@@ -239,7 +244,8 @@ class FlinkTestbed:
         t0 = time.time()
         self.wait(run, seconds)
         t1 = time.time()
-        time.sleep(2 * self.settings.sample_period + 0.5)  # the last samples of the window reach Prometheus
+        time.sleep(1.0)  # the scrape that began before t1 is stored (raw samples carry their scrape time)
+        self._check_running(run)
         if self._restarts(run) != restarts:
             raise JobRestarted(f"{run.id}: the job restarted during the observation window")
         return self._measure(run, t0, t1)
@@ -289,15 +295,18 @@ class FlinkTestbed:
             self._jar_id = resp.json()["filename"].rsplit("/", 1)[-1]
         return self._jar_id
 
+    def _free_slots(self) -> int:
+        return int(self._rest("get", "/overview").json().get("slots-available", 0))
+
     def _wait_slots(self, slots: int) -> None:
+        """Wait until ``slots`` slots are free (those of a cancelled job come back within seconds)."""
         deadline = time.time() + self.settings.start_timeout_s
         while time.time() < deadline:
-            total = self._rest("get", "/overview").json().get("slots-total", 0)
-            if total >= slots:
+            if self._free_slots() >= slots:
                 return
             time.sleep(1.0)
-        raise TestbedUnreachable(f"Flink at {self.settings.rest_url} offers fewer than {slots} slots after "
-                                 f"{self.settings.start_timeout_s:.0f} s")
+        raise TestbedUnreachable(f"Flink at {self.settings.rest_url} has fewer than {slots} free slots after "
+                                 f"{self.settings.start_timeout_s:.0f} s (another job running, or a TaskManager lost?)")
 
     def _wait_running(self, run: Run) -> None:
         deadline = time.time() + self.settings.start_timeout_s
@@ -349,16 +358,16 @@ class FlinkTestbed:
     # -- metrics ---------------------------------------------------------------------------------
 
     def _series(self, metric: str, run: Run, t0: float, t1: float) -> dict[tuple[str, str], list[tuple[float, float]]]:
-        """Samples of ``metric`` for the job in [t0, t1], by (task_id, subtask_index)."""
-        from datetime import datetime, timezone
+        """Raw samples of ``metric`` for the job in (t0, t1], by (task_id, subtask_index).
 
-        q = f'{metric}{{job_id="{run.id}"}}'
+        A range selector evaluated at t1 returns the samples with their own scrape times; a range
+        query would stamp them with step-aligned evaluation times, an error of up to one scrape
+        interval at each end of a window a few seconds long."""
+        q = f'{metric}{{job_id="{run.id}"}}[{max(1, math.ceil((t1 - t0) * 1000))}ms]'
         deadline = time.time() + self.settings.timeout_s
         while True:
             try:
-                data = self._prom.custom_query_range(q, start_time=datetime.fromtimestamp(t0, timezone.utc),
-                                                     end_time=datetime.fromtimestamp(t1, timezone.utc),
-                                                     step=f"{self.settings.sample_period:g}s")
+                data = self._prom.custom_query(q, params={"time": f"{t1:.3f}"})
                 break
             except Exception as e:  # noqa: BLE001 - the client raises several types
                 if time.time() > deadline:
@@ -380,10 +389,18 @@ class FlinkTestbed:
         rout = self._series("flink_taskmanager_job_task_numRecordsOut", run, t0, t1)
         pending = self._series("flink_taskmanager_job_task_operator_pendingRecords", run, t0, t1)
 
+        gap = 2 * self.settings.sample_period + 1.0
+
         def rate(series: dict, key) -> float:
             pts = series.get(key)
             if not pts or len(pts) < 2 or pts[-1][0] <= pts[0][0]:
                 raise MetricsMissing(f"{run.id}: no samples of task {key[0]}[{key[1]}] in the window")
+            # A task whose series stops early (its TaskManager lost, a scrape failing) would give a
+            # rate over part of the window only: the window is refused instead.
+            if pts[0][0] > t0 + gap or pts[-1][0] < t1 - gap:
+                raise MetricsMissing(f"{run.id}: the samples of task {key[0]}[{key[1]}] cover only "
+                                     f"{pts[0][0] - t0:+.0f}..{pts[-1][0] - t1:+.0f} s of the window "
+                                     f"(TaskManager lost or Prometheus not scraping?)")
             return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
 
         names, parallelism = [], []
@@ -394,8 +411,9 @@ class FlinkTestbed:
                 raise MetricsMissing(f"{run.id}: no metrics for operator {name}")
             names.append(name)
             parallelism.append(len(keys))
-            b_all += [rate(busy, k) / 1000.0 for k in keys]
-            bp_all += [rate(bp, k) / 1000.0 for k in keys]
+            # ms per second -> fraction; clamped, as counter differences of an idle task can round below 0
+            b_all += [min(1.0, max(0.0, rate(busy, k) / 1000.0)) for k in keys]
+            bp_all += [min(1.0, max(0.0, rate(bp, k) / 1000.0)) for k in keys]
             in_all += [rate(rin, k) for k in keys]
             out_all += [rate(rout, k) for k in keys]
         src_keys = [k for k in rout if k[0] in sources]

@@ -126,7 +126,12 @@ class SimTestbed:
         if eng.restarts != restarts:
             raise JobRestarted(f"{run.id}: the job restarted during the observation window")
         s = eng.samples
-        idx = slice(first, len(s))
+        # A window shorter than the sample period holds no sample of its own: report the latest one,
+        # as Prometheus would return the last scraped value of a gauge.
+        idx = slice(first, len(s)) if len(s) > first else slice(max(0, len(s) - 1), len(s))
+        if idx.start == idx.stop:
+            self._advance(run, self.settings.sample_period)
+            idx = slice(first, len(s))
         busy = np.mean(s.busy[idx], axis=0)
         bp = np.mean(s.backpressured[idx], axis=0)
         rin = np.mean(s.records_in[idx], axis=0)

@@ -1,0 +1,229 @@
+"""Planning from recorded measurements, no testbed: ``optimize --from-metrics``, ``fit``, ``export``.
+
+The files are read and written by records.py; the algorithms are the planner's own (optimizer.bids2,
+surrogates, explorer.select_family), so a re-plan from a campaign's record gives what the campaign
+itself gave.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Sequence, TypeVar
+
+from ..errors import UserError
+from ..records import (MeasurementFile, MetricsRecord, RecordError, campaign_points, campaign_single_task,
+                       read_campaign, read_measurements, read_single_task_metrics, write_measurements_csv,
+                       write_operator_rates_csv, write_single_task_json)
+from ..report.console import Output
+
+T = TypeVar("T")
+
+TRAINING = ("all", "paper-prefix")
+"""Which measurements train the model: all of them (the explorer's rule), or the paper artifact's
+prefix procedure (surrogates.paper_prefix_fit), which produced the paper's Tables III and IV."""
+
+MEMORY_FEATURES = {"taskmanager-mb": "taskmanager_mb", "slot-mb": "slot_mb"}
+"""--memory-feature values -> surrogates.Features.memory."""
+
+
+def _read(option: str, reader: Callable[[str], T], path: str) -> T:
+    try:
+        return reader(path)
+    except RecordError as e:
+        raise UserError(f"{option}: {e}") from None
+
+
+# -- optimize --from-metrics -----------------------------------------------------------------------------
+
+def _select(records: Sequence[MetricsRecord], path: str, query: str | None, memory: int | None) -> list[MetricsRecord]:
+    chosen = [r for r in records if (query is None or r.metrics.query == query)
+              and (memory is None or r.metrics.memory_mb == memory)]
+    if not chosen:
+        held = sorted({f"{r.metrics.query or '(unnamed query)'} at {r.metrics.memory_mb} MB" for r in records})
+        asked = " at ".join(x for x in (query, f"{memory} MB" if memory else None) if x)
+        raise UserError(f"--from-metrics: {path} has no single-task metrics of {asked} "
+                        f"(it has {', '.join(held[:8])}{', ...' if len(held) > 8 else ''})")
+    return chosen
+
+
+def solve_records(records: Sequence[MetricsRecord], slots: int | None, path: str,
+                  on_solve: Callable[[dict], None] | None = None) -> list[dict]:
+    """BIDS2 (section V, Eq. 1-4) on each record: at ``slots``, or at the budget the record carries.
+    Every budget is checked before the first solve, so bad input costs no solver time."""
+    from ..optimizer import bids2
+
+    budgets = []
+    for r in records:
+        budget = slots if slots is not None else r.slots
+        if budget is None:
+            raise UserError(f"--slots: {path} ({r.origin}) gives no slot budget; give --slots N")
+        n = len(r.metrics.operators)
+        if budget < n:
+            raise UserError(f"--slots: {r.metrics.query or 'the query'} has {n} operators in {path} ({r.origin}); "
+                            f"BIDS2 needs at least one slot each, got {budget}")
+        budgets.append(budget)
+    solves = []
+    for r, budget in zip(records, budgets):
+        sol = bids2(r.metrics, budget)
+        s = {"query": r.metrics.query, "memory_mb": r.metrics.memory_mb, "slots": budget, "origin": r.origin,
+             "predicted_rate": sol.predicted_rate, "parallelism": sol.parallelism}
+        if r.recorded_objective is not None and budget == r.slots:
+            s["recorded_objective"] = r.recorded_objective
+            s["recorded_parallelism"] = r.recorded_parallelism
+        solves.append(s)
+        if on_solve:
+            on_solve(s)
+    return solves
+
+
+def cmd_optimize_from_metrics(args, out: Output) -> None:
+    given = [opt for opt, used in (("--testbed", args.testbed != "sim"), ("--profile", args.profile),
+                                   ("--campaign-dir", args.campaign_dir), ("--resume", args.resume)) if used]
+    if given:
+        raise UserError(f"--from-metrics: plans from the file alone, without a testbed; {', '.join(given)} "
+                        f"do{'es' if len(given) == 1 else ''} not apply")
+    path = args.from_metrics
+    f = _read("--from-metrics", read_single_task_metrics, path)
+    records = _select(f.records, path, args.query, args.memory)
+    with out.progress(f"BIDS2 on {len(records)} single-task metric set{'s' if len(records) > 1 else ''} from {path}",
+                      total=len(records)) as step:
+        solves = solve_records(records, args.slots, path, lambda s: step.advance())
+    if len(solves) == 1:
+        s, m = solves[0], records[0].metrics
+        out.table(f"BIDS2 from {path} ({f.format}, {s['origin']}): {s['query']} at {s['memory_mb']} MB, "
+                  f"{s['slots']} slots -> predicted {s['predicted_rate']:,.0f} events/s",
+                  ("operator", "true rate per task, records/s", "input ratio", "parallelism"),
+                  [(n, r.true_rate, r.input_ratio, s["parallelism"][n]) for n, r in m.operators])
+    else:
+        has_recorded = any("recorded_objective" in s for s in solves)
+        out.table(f"BIDS2 from {path} ({f.format}): {len(solves)} solves",
+                  ("query", "memory, MB", "slots", "predicted, events/s")
+                  + (("recorded, events/s",) if has_recorded else ()) + ("parallelism", "from"),
+                  [(s["query"], s["memory_mb"], s["slots"], s["predicted_rate"])
+                   + ((s.get("recorded_objective"),) if has_recorded else ())
+                   + (" ".join(str(p) for p in s["parallelism"].values()), s["origin"]) for s in solves])
+    recorded = [abs(s["predicted_rate"] - s["recorded_objective"]) / s["recorded_objective"]
+                for s in solves if s.get("recorded_objective")]
+    if recorded:
+        out.info(f"largest relative difference to the file's recorded objectives: {max(recorded):.2g} "
+                 f"({len(recorded)} solves)")
+    out.result({"metrics_file": path, "format": f.format, "solves": solves})
+
+
+# -- fit --------------------------------------------------------------------------------------------------
+
+def _finite(x: float) -> float | None:
+    """JSON has no infinity: a LOOCV that cannot be computed is null."""
+    return x if math.isfinite(x) else None
+
+
+def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int], family: str, *,
+             safety: float = 1.10, training: str = "all", features=None) -> dict:
+    """The Resource Explorer's model selection and model usage (section VI) on recorded measurements.
+
+    ``family`` "auto" applies the explorer's own rule (explorer.select_family on all measurements: the
+    half-P split, or the lowest LOOCV RMSE when that split cannot judge); the chosen family is fitted
+    on every measurement (``training="all"``, as the explorer does) or on the paper's best prefix
+    (``"paper-prefix"``). Each memory profile then gets the smallest slot count whose prediction
+    reaches ``safety`` x ``rate``.
+    """
+    from ..explorer import ExplorerSettings, select_family
+    from ..surrogates import FAMILIES, Features, fit, inverse_solve, loocv_rmse, paper_prefix_fit
+
+    features = features or Features()
+    obs = list(measurements.observations)
+    where = f"--measurements: {measurements.path}"
+    try:
+        if training == "paper-prefix":
+            if family == "auto":
+                raise UserError("--family: the paper's prefix procedure fits a family chosen by hand (Table III); "
+                                "give --family linear, log or sqrt, or --training all")
+            model, k, _ = paper_prefix_fit(family, obs, features)
+            train, selection = obs[:k], "given"
+        elif training == "all":
+            train = obs
+            loocv = {f: loocv_rmse(f, obs, features) for f in FAMILIES}
+            if family == "auto":
+                if not any(math.isfinite(v) for v in loocv.values()):
+                    raise UserError(f"{where}: {len(obs)} measurements are too few to choose a family by "
+                                    f"cross-validation; give --family linear, log or sqrt, or more measurements")
+                family, selection = select_family(obs, features, FAMILIES, loocv)
+            else:
+                selection = "given"
+            model = fit(family, obs, features)
+        else:
+            raise UserError(f"--training: expected {' or '.join(TRAINING)}, got {training!r}")
+        scores = {f: _finite(loocv_rmse(f, train, features)) for f in FAMILIES}
+        artifact = _finite(loocv_rmse(family, train, features, aggregate="fold_mean"))
+    except ValueError as e:  # surrogates: too few or degenerate measurements, non-positive log/sqrt inputs
+        raise UserError(f"{where}: {e}") from None
+    min_slots = measurements.operators or 1
+    coefficients = {"a": model.a, "b": model.b, "c": model.c}
+    entries = []
+    for m in sorted(set(profiles)):
+        slots = inverse_solve(model, m, rate, safety=safety, min_slots=min_slots,
+                              max_slots=ExplorerSettings.max_plan_slots)
+        entries.append({"memory_mb": m, "slots": slots,
+                        "predicted_mst": None if slots is None else float(model.predict(m, slots)),
+                        "family": family, "coefficients": coefficients, "loocv_rmse": scores[family]})
+    return {"query": measurements.query, "measurements": str(measurements.path), "format": measurements.format,
+            "observations": len(obs), "training": training, "training_rows": len(train),
+            "rate": rate, "safety": safety, "family": family, "selection": selection,
+            "model": model.to_dict(), "loocv_rmse": scores[family], "loocv_rmse_by_family": scores,
+            "loocv_mean_abs_error": artifact, "entries": entries}
+
+
+def cmd_fit(args, out: Output) -> None:
+    from ..surrogates import Features
+
+    mf = _read("--measurements", read_measurements, args.measurements)
+    features = Features(memory=MEMORY_FEATURES[args.memory_feature], log=args.log,
+                        slots_per_taskmanager=mf.slots_per_taskmanager or Features().slots_per_taskmanager)
+    profiles = args.profiles or sorted({int(round(o.memory_mb)) for o in mf.observations})
+    data = fit_plan(mf, args.rate, profiles, args.family, safety=args.safety, training=args.training,
+                    features=features)
+    m = data["model"]
+    scores = data["loocv_rmse_by_family"]
+    out.table(f"Model of {data['query'] or 'the query'} from {data['training_rows']} of {data['observations']} "
+              f"measurements in {args.measurements} ({data['format']})",
+              ("quantity", "value"),
+              [("family", f"{data['family']}, " + ("given by --family" if data["selection"] == "given"
+                                                    else f"auto: {data['selection']}")),
+               ("a (memory), b (slots), c", f"{m['a']:.6g}, {m['b']:.6g}, {m['c']:.6g}"),
+               ("LOOCV RMSE linear / log / sqrt", " / ".join(f"{v:,.0f}" if v is not None else "-"
+                                                             for v in scores.values())),
+               ("training rows", f"{data['training']}: {data['training_rows']}")])
+    out.table(f"Plan for {args.rate:,.0f} events/s x {args.safety:g} safety",
+              ("memory per slot, MB", "slots", "predicted MST, events/s"),
+              [(e["memory_mb"], e["slots"], e["predicted_mst"]) for e in data["entries"]])
+    out.result(data)
+
+
+# -- export -----------------------------------------------------------------------------------------------
+
+def cmd_export(args, out: Output) -> None:
+    campaign = _read("--campaign-dir", read_campaign, args.campaign_dir)
+    try:
+        points = campaign_points(campaign)
+        metrics = campaign_single_task(campaign)
+    except RecordError as e:
+        raise UserError(f"--campaign-dir: {e}") from None
+    query = str(campaign.params.get("query", ""))
+    directory = Path(args.out) if args.out else Path(args.campaign_dir) / "export"
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {"measurements": str(directory / "measurements.csv")}
+    write_measurements_csv(files["measurements"], points, query, str(campaign.path))
+    if metrics:
+        files["single_task_metrics"] = str(directory / "single-task-metrics.json")
+        files["operator_rates"] = str(directory / "operator-rates.csv")
+        write_single_task_json(files["single_task_metrics"], metrics)
+        write_operator_rates_csv(files["operator_rates"], metrics, str(campaign.path))
+    else:
+        out.info(f"the {campaign.kind} campaign's result keeps no single-task metrics: none exported")
+    out.table(f"Exported the {campaign.kind} campaign of {query} ({campaign.path})", ("file", "content"),
+              [(files["measurements"], f"{len(points)} measurements (the paper's runs/*.csv columns)")]
+              + [(files[k], f"single-task metrics of {', '.join(str(m.memory_mb) for m in metrics)} MB")
+                 for k in ("single_task_metrics", "operator_rates") if k in files])
+    out.result({"campaign_dir": args.campaign_dir, "kind": campaign.kind, "query": query, "measurements": len(points),
+                "single_task_metrics": [m.memory_mb for m in metrics], "files": files})

@@ -1,0 +1,192 @@
+"""The planner on real Flink: the local testbed deployed by Ansible, the StreamBed job, Prometheus.
+
+One deployment for the module, on ports of its own (REST 28081, RPC 26123, Prometheus 29090,
+reporters 29250-29255) and a state directory under pytest's tmp dir, so that it never touches a
+local testbed that may be running (inventories/local: 8081/9090) nor test_ansible.py's (18081).
+Tests run in file order: the estimate of the first feeds the sustained runs of the second.
+
+Timings are short (a few seconds per window) so the module takes minutes on 2 cores; what they
+measure is printed (pytest -s) and is not a target of any assert.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import REPO
+from streambed.errors import QueryRejected
+from streambed.estimator import CapacityEstimator, TimingProfile
+from streambed.infra.ansible import run_playbook
+from streambed.infra.local import local_testbed
+from streambed.ledger import Ledger
+from streambed.model import Budget, Configuration
+
+PORTS = {"flink_rest_port": 28081, "flink_jobmanager_rpc_port": 26123, "prometheus_port": 29090,
+         "flink_metrics_port_min": 29250, "flink_metrics_port_max": 29255}
+MEMORY_MB = 512
+# Short windows: a window is cooldown + ramp + observation + the 2.5 s for the last samples.
+TIMING = TimingProfile("integration", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3,
+                       observe_s=6, max_iterations=7, sensibility=0.04, warmup_observe_s=5, max_cooldown_s=30)
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None or shutil.which("javac") is None,
+                                reason="needs a JDK 17 (java, javac)")
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("localhost", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    busy = [p for p in range(PORTS["flink_metrics_port_min"], PORTS["flink_metrics_port_max"] + 1)
+            if _port_open(p)] + [v for k, v in PORTS.items() if "metrics" not in k and _port_open(v)]
+    if busy:
+        pytest.fail(f"test ports already in use (a leftover deployment?): {busy}")
+    subprocess.run(["make", "-C", str(REPO), "--no-print-directory", "flink-job"], check=True,
+                   capture_output=True, text=True)
+    state = tmp_path_factory.mktemp("flink-testbed")
+    overrides = {**PORTS, "streambed_state_dir": str(state)}
+    tb = local_testbed(log=lambda m: print(f"[testbed] {m}"), overrides=overrides)
+    # One slot for the query's operators, one profile: what a 2-core machine runs without contention.
+    tb.settings = dataclasses.replace(tb.settings, max_slots=2, memory_profiles=(MEMORY_MB,))
+    tb.state_dir = state
+    try:
+        yield tb
+    finally:
+        run_playbook(REPO / "ansible" / "site.yml", REPO / "inventories" / "local",
+                     {**overrides, "flink_state": "stopped", "prometheus_state": "stopped"})
+
+
+@pytest.fixture(scope="module")
+def q1_estimate(bed, tmp_path_factory):
+    ledger = Ledger.open(tmp_path_factory.mktemp("ledger"), "estimate", {}, resume=False)
+    est = CapacityEstimator(bed, ledger, TIMING, log=lambda m: print(f"[estimate] {m}"))
+    query = bed.query("q1")
+    t0 = time.monotonic()
+    estimate = est.estimate("q1", Budget(len(query.operators), MEMORY_MB),
+                            Configuration.single_task(query), "q1/single")
+    print(f"\n[estimate] q1 single task: MST {estimate.mst:,.0f} events/s after {len(estimate.windows)} windows, "
+          f"{time.monotonic() - t0:.0f} s")
+    return estimate
+
+
+def test_estimator_measures_the_single_task_mst_of_q1(q1_estimate):
+    est = q1_estimate
+    assert est.mst > 10_000, est.to_dict()
+    assert est.discarded == 0
+    sustained = [w for w in est.windows if w.success]
+    failed = [w for w in est.windows if not w.success]
+    assert sustained and failed, "the search must have bracketed the MST"
+    assert max(w.rate for w in sustained) < min(w.rate for w in failed)
+    ops = {o.operator: o for o in est.measurement.operators}
+    assert set(ops) == {"Calc#1", "Sink#2"}
+    # every record q1 reads reaches its Calc (a projection): input rate = what the source emitted
+    assert ops["Calc#1"].input_rate == pytest.approx(est.measurement.achieved_rate, rel=0.05)
+    assert all(0.0 <= o.busyness <= 1.0 for o in ops.values())
+
+
+def _run_at(bed, configuration, rate, ramp_s=8, observe_s=15):
+    run = bed.start("q1", configuration, rate)
+    try:
+        bed.wait(run, ramp_s)
+        return bed.observe(run, observe_s)
+    finally:
+        bed.stop(run)
+
+
+def test_100_percent_of_the_mst_holds_and_130_percent_does_not(bed, q1_estimate):
+    mst, configuration = q1_estimate.mst, q1_estimate.configuration
+    bed.prepare(q1_estimate.budget)
+    at_100 = _run_at(bed, configuration, mst)
+    at_130 = _run_at(bed, configuration, 1.3 * mst)
+    print(f"\n[sustain] 100%: {at_100.achieved_rate / at_100.target_rate:.3f} of {at_100.target_rate:,.0f}, "
+          f"pending slope {at_100.pending_slope:,.0f}/s; 130%: {at_130.achieved_rate / at_130.target_rate:.3f}, "
+          f"pending slope {at_130.pending_slope:,.0f}/s")
+    assert at_100.achieved_rate >= 0.99 * at_100.target_rate
+    assert at_100.pending_end < 2 * mst, "pending records must stay bounded (under 2 s of input)"
+    assert at_130.achieved_rate < 0.99 * at_130.target_rate
+    # what the source could not emit piles up as pending records, at about target - achieved per second
+    assert at_130.pending_slope > 0.5 * (at_130.target_rate - at_130.achieved_rate) > 0
+
+
+def test_a_rate_change_takes_effect_within_seconds_without_a_restart(bed, q1_estimate):
+    configuration = q1_estimate.configuration
+    low, high = 0.1 * q1_estimate.mst, 0.5 * q1_estimate.mst
+    bed.prepare(q1_estimate.budget)
+    run = bed.start("q1", configuration, low)
+    try:
+        bed.wait(run, 5)
+        before = bed.observe(run, 4)
+        started = requests.get(f"{bed.settings.rest_url}/jobs/{run.id}", timeout=5).json()["start-time"]
+        bed.set_rate(run, high)
+        bed.wait(run, 2)
+        after = bed.observe(run, 4)
+        job = requests.get(f"{bed.settings.rest_url}/jobs/{run.id}", timeout=5).json()
+    finally:
+        bed.stop(run)
+    print(f"\n[rate] {before.achieved_rate:,.0f} -> {after.achieved_rate:,.0f} events/s")
+    assert before.achieved_rate == pytest.approx(low, rel=0.02)
+    assert after.achieved_rate == pytest.approx(high, rel=0.02)
+    assert (job["jid"], job["start-time"], job["state"]) == (run.id, started, "RUNNING")
+
+
+def _kill_taskmanager(state_dir: Path) -> int:
+    pid = int((state_dir / "run" / "flink-streambed-taskexecutor.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def test_a_lost_taskmanager_is_detected_and_its_window_discarded(bed, q1_estimate, tmp_path):
+    """The TaskManager is killed in the middle of the first observation window: the estimator must
+    discard that window, get the TaskManager back through Ansible, and finish on a fresh job."""
+    ledger = Ledger.open(tmp_path, "estimate", {}, resume=False)
+    est = CapacityEstimator(bed, ledger, dataclasses.replace(TIMING, max_iterations=2),
+                            log=lambda m: print(f"[kill] {m}"))
+    killed: list[int] = []
+    observe = bed.observe
+
+    def observe_and_kill(run, seconds):
+        if not killed and seconds == TIMING.observe_s:
+            timer = threading.Timer(seconds / 3, lambda: killed.append(_kill_taskmanager(bed.state_dir)))
+            timer.start()
+        return observe(run, seconds)
+
+    bed.observe = observe_and_kill
+    try:
+        estimate = est.estimate("q1", q1_estimate.budget, q1_estimate.configuration, "q1/kill")
+    finally:
+        del bed.observe
+    discarded = ledger.events("window-discarded")
+    print(f"\n[kill] killed TaskManager {killed}; discarded: {[d['data']['reason'] for d in discarded]}")
+    assert len(killed) == 1
+    assert estimate.discarded == len(discarded) >= 1
+    assert discarded[0]["data"]["key"] == "q1/kill/w0"
+    assert len(estimate.windows) == 2 and estimate.mst > 0, "the estimate finishes on a fresh job"
+    assert len(ledger.events("run-started")) >= 2
+
+
+def test_sql_that_flink_rejects_shows_flinks_error(bed, tmp_path):
+    queries = tmp_path / "queries"
+    queries.mkdir()
+    (queries / "broken.sql").write_text(
+        "-- streambed-operators: Calc#1 Sink#2\n-- streambed-edges: source>Calc#1 Calc#1>Sink#2\n"
+        "CREATE TABLE out_sink (auction BIGINT, x BIGINT) WITH ('connector' = 'blackhole');\n"
+        "INSERT INTO out_sink SELECT auction, no_such_column FROM bid;\n")
+    broken = type(bed)(dataclasses.replace(bed.settings, queries_dir=queries))
+    with pytest.raises(QueryRejected, match=r"query broken: Flink rejected the SQL: .*no_such_column"):
+        broken.query("broken")
