@@ -35,6 +35,7 @@ from streambed.explorer import ExplorerSettings, select_family
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
 from streambed.optimizer import ConfigurationOptimizer, bids2, ds2, ds2_within
+from streambed.paper import QUERIES as NEXMARK_QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
 from streambed.surrogates import Features, Surrogate, fit, inverse_solve, loocv_rmse
 from streambed.testbed.sim.profile import load_profile
@@ -43,7 +44,6 @@ from streambed.testbed.sim.truth import GroundTruth
 from streambed.validation import ValidationSettings, validate
 
 PAPER_DATA = Path(os.environ.get("STREAMBED_PAPER_DATA", Path(__file__).resolve().parents[1] / "data" / "streambed-paper"))
-NEXMARK = ["q1", "q2", "q5", "q8", "q11"]
 COMPLEX = {"q5", "q8"}
 MEMORIES = [512, 1024, 2048, 4096]
 TESTBED_SLOTS = 48
@@ -51,11 +51,6 @@ MULTIPLE = 25
 FALLBACK_MULTIPLES = (10, 5, 3, 2, 1.5)
 SCALES = [96, 192, 384, 768, 1536]
 VALIDATION_MINUTES = {"q1": 30, "q2": 30, "q11": 30, "q5": 90, "q8": 120}
-PAPER_RATES = {"q1": 160e6, "q2": 190e6, "q5": 2.5e6, "q8": 15e6, "q11": 20e6}
-PAPER_FAMILY = {"q1": "linear", "q2": "linear", "q5": "log", "q8": "sqrt", "q11": "linear"}
-PAPER_TABLE_IV = {"q1": {512: 179, 1024: 179, 2048: 179, 4096: 178}, "q2": {512: 69, 1024: 69, 2048: 69, 4096: 69},
-                  "q5": {2048: 1069, 4096: 1079}, "q8": {2048: 179, 4096: 176},
-                  "q11": {512: 565, 1024: 564, 2048: 562, 4096: 559}}
 
 console = Console(width=160)
 
@@ -92,7 +87,7 @@ def plan_campaign(out: Path, query: str, rate: float, memories, timing: str, see
 
 def section_a(out_dir: Path) -> list[dict]:
     rows = []
-    for q in NEXMARK:
+    for q in NEXMARK_QUERIES:
         t0 = time.time()
         gt = GroundTruth(load_profile(q))
         testbed_mst = gt.true_mst(TESTBED_SLOTS, 4096).mst
@@ -161,17 +156,17 @@ def production_validation(out: Path, query: str, entry, rate: float) -> dict:
 
 def section_b(out_dir: Path, seeds: int) -> list[dict]:
     rows = []
-    for q in NEXMARK:
-        name = f"paper-{q}-{PAPER_FAMILY[q]}"
-        memories = sorted(PAPER_TABLE_IV[q])
+    for q in NEXMARK_QUERIES:
+        name = f"paper-{q}-{TABLE_III_FAMILY[q]}"
+        memories = sorted(TABLE_IV_SLOTS[q])
         timing = "paper-complex" if q in COMPLEX else "paper-simple"
         for seed in range(seeds):
-            outcome = plan_campaign(out_dir / f"{name}-seed{seed}", name, PAPER_RATES[q], memories, timing, seed)
+            outcome = plan_campaign(out_dir / f"{name}-seed{seed}", name, TABLE_IV_RATE[q], memories, timing, seed)
             plan = outcome.plan
-            errors = [(plan.entry(m).slots - s) / s for m, s in PAPER_TABLE_IV[q].items() if plan.entry(m).slots]
-            rows.append({"profile": name, "seed": seed, "paper_family": PAPER_FAMILY[q], "family": plan.family,
+            errors = [(plan.entry(m).slots - s) / s for m, s in TABLE_IV_SLOTS[q].items() if plan.entry(m).slots]
+            rows.append({"profile": name, "seed": seed, "paper_family": TABLE_III_FAMILY[q], "family": plan.family,
                          "selection": outcome.exploration.selection,
-                         "planned": {m: plan.entry(m).slots for m in memories}, "paper": PAPER_TABLE_IV[q],
+                         "planned": {m: plan.entry(m).slots for m in memories}, "paper": TABLE_IV_SLOTS[q],
                          "max_abs_error": max(abs(e) for e in errors) if len(errors) == len(memories) else None,
                          "optimizer_calls": outcome.exploration.optimizer_calls})
             console.print(f"B {name} seed {seed}: {plan.family}, {rows[-1]['planned']}")
@@ -199,7 +194,7 @@ def section_c() -> list[dict]:
         return []
     regression = _csv(PAPER_DATA / "runs" / "all_runs.csv")
     rows = []
-    for q in NEXMARK:
+    for q in NEXMARK_QUERIES:
         obs = list(read_measurements(paper_search_file(PAPER_DATA, q)).observations)
         features = Features()
         families = ("linear", "log", "sqrt")
@@ -207,8 +202,8 @@ def section_c() -> list[dict]:
         family, rule = select_family(obs, features, families, loocv)
         by_loocv = min(loocv, key=loocv.get)
         model = fit(family, obs, features)
-        planned = {m: inverse_solve(model, m, PAPER_RATES[q], safety=1.10, min_slots=3, max_slots=1999)
-                   for m in sorted(PAPER_TABLE_IV[q])}
+        planned = {m: inverse_solve(model, m, TABLE_IV_RATE[q], safety=1.10, min_slots=3, max_slots=1999)
+                   for m in sorted(TABLE_IV_SLOTS[q])}
         deployed = {}
         for r in regression:
             if r["query"] == q and r["phase"] == "regression" and r["target_ratio"]:
@@ -217,7 +212,7 @@ def section_c() -> list[dict]:
                 d = deployed.setdefault(m, {"slots": int(r["used_task_slots"]), "sustained": []})
                 if ok:
                     d["sustained"].append(float(r["target_ratio"]))
-        rows.append({"query": q, "paper_family": PAPER_FAMILY[q], "auto_family": family, "rule": rule,
+        rows.append({"query": q, "paper_family": TABLE_III_FAMILY[q], "auto_family": family, "rule": rule,
                      "loocv_family": by_loocv, "auto_planned": planned,
                      "deployed": {m: {"slots": d["slots"], "max_sustained": max(d["sustained"], default=None)}
                                   for m, d in sorted(deployed.items())}})
@@ -236,7 +231,7 @@ def section_c() -> list[dict]:
 
 def section_d(out_dir: Path) -> list[dict]:
     rows = []
-    for q in NEXMARK:
+    for q in NEXMARK_QUERIES:
         d = out_dir / f"bids2-ds2-{q}"
         if d.exists():
             shutil.rmtree(d)

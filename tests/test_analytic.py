@@ -4,17 +4,13 @@ import numpy as np
 import pytest
 
 from streambed.model import Budget
+from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.testbed.sim.capacity import AnalyticCapacityModel
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
-PAPER = {  # Table IV slot counts (x1.10 safety) and the requested rate, from the paper
-    "paper-q1-linear": (160e6, {512: 179, 1024: 179, 2048: 179, 4096: 178}),
-    "paper-q2-linear": (190e6, {512: 69, 1024: 69, 2048: 69, 4096: 69}),
-    "paper-q5-log": (2.5e6, {2048: 1069, 4096: 1079}),
-    "paper-q8-sqrt": (15e6, {2048: 179, 4096: 176}),
-    "paper-q11-linear": (20e6, {512: 565, 1024: 564, 2048: 562, 4096: 559}),
-}
+PAPER = {f"paper-{q}-{TABLE_III_FAMILY[q]}": (TABLE_IV_RATE[q], TABLE_IV_SLOTS[q]) for q in QUERIES}
+"""Analytic profile -> (requested rate, Table IV slot counts, with the 1.10 safety factor)."""
 
 
 @pytest.mark.parametrize("name", sorted(PAPER))

@@ -8,21 +8,17 @@ end to end, including a real SIGKILL in the middle of a campaign and its ``--res
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from clitools import COMMAND, cli_env as _env, error_line, json_result, streambed
 from streambed import __version__
-
-_SCRIPT = Path(sys.executable).with_name("streambed")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "streambed"]
 
 Q1_RATES = "5e5,1e6,2e6,4e6"
 Q1_CAMPAIGN = ["measure", "--query", "q1", "--rates", Q1_RATES, "--warmup", "10", "--ramp", "5", "--window", "10",
@@ -45,42 +41,6 @@ operators:
 """
 
 BAD_YAML = "name: [unclosed\n  operators: :\n"
-
-
-def _env(columns: int) -> dict:
-    env = dict(os.environ)
-    # Whatever terminal pytest runs in, the command sees plain pipes: no forced colours or TTY mode.
-    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "CLICOLOR_FORCE"):
-        env.pop(var, None)
-    env["COLUMNS"] = str(columns)  # wide: table cells are not wrapped; narrow: errors must still be one line
-    env["NO_COLOR"] = "1"
-    return env
-
-
-def streambed(*args: str, cwd: Path, columns: int = 200, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*COMMAND, *args], cwd=cwd, env=_env(columns), capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def json_result(proc: subprocess.CompletedProcess):
-    """The one JSON document on stdout of a successful command (json.loads refuses anything extra)."""
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    try:
-        return json.loads(proc.stdout)
-    except json.JSONDecodeError as exc:
-        pytest.fail(f"stdout is not exactly one JSON document ({exc}):\n{proc.stdout[:2000]}")
-
-
-def error_line(proc: subprocess.CompletedProcess) -> str:
-    """The one error line of a refused command (exit 2, nothing on stdout, no traceback)."""
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert proc.stdout == ""
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{proc.stderr}"
-    assert lines[0].startswith("streambed: error: "), lines[0]
-    return lines[0]
 
 
 def source_column(table_text: str) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import PAPER_DATA
 
+from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
 from streambed.surrogates import (
     FAMILIES,
@@ -378,17 +379,8 @@ def test_inverse_solve_is_fast_for_a_million_slots():
 # ----------------------------------------------------------------------------------- the paper
 
 PAPER_DIR = PAPER_DATA
-QUERIES = ("q1", "q2", "q5", "q8", "q11")
-PAPER_FAMILY = {"q1": "linear", "q2": "linear", "q5": "log", "q8": "sqrt", "q11": "linear"}
-REQUESTED_RATE = {"q1": 160e6, "q2": 190e6, "q5": 2.5e6, "q8": 15e6, "q11": 20e6}
-# Table IV of the paper (task slots at 0.5/1/2/4 GB per slot); None = "-", not searched
-TABLE_IV = {
-    "q1": (179, 179, 179, 178),
-    "q2": (69, 69, 69, 69),
-    "q5": (None, None, 1069, 1079),
-    "q8": (None, None, 179, 176),
-    "q11": (565, 564, 562, 559),
-}
+TABLE_IV = {q: tuple(TABLE_IV_SLOTS[q].get(m) for m in SLOT_MEMORIES) for q in QUERIES}
+"""Table IV as printed: task slots at 0.5/1/2/4 GB per slot; None = "-", not planned."""
 
 
 def _paper_file(name: str) -> Path:
@@ -423,7 +415,7 @@ def _slots(cell: str):
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_paper_prefix_fit_reproduces_table_iii(paper, query):
-    family = PAPER_FAMILY[query]
+    family = TABLE_III_FAMILY[query]
     row = paper["fits"][(query, family)]
     assert row["is_paper_model"] == "True"
     model, k, score = paper["prefix"][(query, family)]
@@ -439,11 +431,11 @@ def test_paper_prefix_fit_reproduces_table_iii(paper, query):
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_inverse_solve_reproduces_table_iv(paper, query):
-    family = PAPER_FAMILY[query]
+    family = TABLE_III_FAMILY[query]
     model = paper["prefix"][(query, family)][0]
     row = paper["fits"][(query, family)]
     got = [
-        inverse_solve(model, mem, REQUESTED_RATE[query], safety=1.10, min_slots=3, max_slots=1999)
+        inverse_solve(model, mem, TABLE_IV_RATE[query], safety=1.10, min_slots=3, max_slots=1999)
         for mem in SLOT_MEMORIES
     ]
     for mem, g, paper_cell in zip(SLOT_MEMORIES, got, TABLE_IV[query]):
@@ -463,7 +455,7 @@ def test_every_family_and_prefix_matches_the_artifact_scan(paper):
         assert model.b == pytest.approx(float(r["b_task_slots"]), rel=1e-6)
         assert model.c == pytest.approx(float(r["c_intercept"]), rel=1e-6)
         for mem in SLOT_MEMORIES:
-            got = inverse_solve(model, mem, REQUESTED_RATE[q], min_slots=3, max_slots=1999)
+            got = inverse_solve(model, mem, TABLE_IV_RATE[q], min_slots=3, max_slots=1999)
             assert got == _slots(r[f"task_slots_{mem}MBslot"]), (q, fam, k, mem)
     for (q, fam), row in paper["fits"].items():
         model, k, score = paper["prefix"][(q, fam)]
@@ -502,7 +494,7 @@ def test_automatic_selection_on_the_paper_data(paper, capsys):
         f"{'rmse k':7} {'rmse all':8} | {'split k':7} {'split all':9} | {'halfP k*':8} {'halfP all*':10}"
     ]
     for q, obs in paper["obs"].items():
-        k = paper["prefix"][(q, PAPER_FAMILY[q])][1]
+        k = paper["prefix"][(q, TABLE_III_FAMILY[q])][1]
         own_k = min(FAMILIES, key=lambda f: paper["prefix"][(q, f)][2])
         loocv_k, scores_k = select_by_loocv(obs[:k], aggregate="fold_mean")
         loocv_all, _ = select_by_loocv(obs, aggregate="fold_mean")
@@ -523,7 +515,7 @@ def test_automatic_selection_on_the_paper_data(paper, capsys):
         assert loocv_k == min(FAMILIES, key=lambda f: scan_k[f]), q
 
         lines.append(
-            f"{q:5} {PAPER_FAMILY[q]:6} | {own_k:11} {loocv_k:8} {loocv_all:9} {rmse_k:7} {rmse_all:8} | "
+            f"{q:5} {TABLE_III_FAMILY[q]:6} | {own_k:11} {loocv_k:8} {loocv_all:9} {rmse_k:7} {rmse_all:8} | "
             f"{split_k:7} {split_all:9} | {flag[(q, 'is_best_halfP_selprefix')]:8} "
             f"{flag[(q, 'is_best_halfP_allrows')]:10}"
         )

@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+ECHO_EVERY_S = 2.0
+"""Without a terminal (a log file, CI), progress is printed as lines, at most one per this many seconds."""
 
 
 class Output:
@@ -88,6 +92,7 @@ class Step:
         self._task = task
         self._echo = echo
         self._opening: str | None = progress.tasks[0].description if echo else None
+        self._last_echo = -math.inf
 
     def _line(self, text: str) -> None:
         if self._opening is not None:
@@ -99,7 +104,12 @@ class Step:
         self._p.update(self._task, advance=n, description=description or self._p.tasks[0].description)
         if self._echo:
             t = self._p.tasks[0]
-            self._line(f"[{t.completed:g}{f'/{t.total:g}' if t.total is not None else ''}] {t.description}")
+            # One line per step for slow work (estimates, measurements); fast loops (hundreds of
+            # solves) print at most one line per ECHO_EVERY_S, and their last step.
+            now = time.monotonic()
+            if now - self._last_echo >= ECHO_EVERY_S or (t.total is not None and t.completed >= t.total):
+                self._last_echo = now
+                self._line(f"[{t.completed:g}{f'/{t.total:g}' if t.total is not None else ''}] {t.description}")
 
     def describe(self, description: str) -> None:
         self._p.update(self._task, description=description)

@@ -1,0 +1,249 @@
+"""Planning from recorded measurements, without a testbed: ``optimize --from-metrics``, ``fit`` and
+``export`` through the CLI, on the paper's own records (data/streambed-paper) and on a campaign's.
+
+The paper's records are the reference: BIDS2 must give the paper's objective on every one of its
+324 solves, and the explorer's fitting and inverse solve must give Table IV's 16 slot counts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clitools import error_line, json_result, streambed
+from conftest import PAPER_DATA
+from streambed.optimizer import OperatorRates, SingleTaskMetrics
+from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
+from streambed.records import (RecordError, paper_search_file, read_measurements, read_single_task_metrics,
+                               write_measurements_csv, write_operator_rates_csv, write_single_task_json)
+
+BIDS2_VECTORS = PAPER_DATA / "bids2_vectors.json"
+OPERATOR_RATES = PAPER_DATA / "operator_rates_from_details.csv"
+
+
+# ------------------------------------------------------------------ the paper's records through the CLI
+
+def test_optimize_from_metrics_gives_the_papers_objective_on_all_324_solves(tmp_path):
+    d = json_result(streambed("optimize", "--from-metrics", str(BIDS2_VECTORS), "--json", cwd=tmp_path))
+    solves = d["solves"]
+    assert d["format"] == "bids2_vectors.json" and len(solves) == 324
+    vectors = json.loads(BIDS2_VECTORS.read_text())
+    for s, v in zip(solves, vectors):
+        assert (s["query"], s["slots"]) == (v["query"], v["slots"])
+        assert s["memory_mb"] == v["memory_mb"] / 16  # the file's TaskManager MB, 16 slots each
+        assert s["predicted_rate"] == pytest.approx(v["paper_objective"], rel=1e-6, abs=0)
+        assert sum(s["parallelism"].values()) == s["slots"]
+        assert min(s["parallelism"].values()) >= 1
+
+
+def test_optimize_from_metrics_reads_the_papers_operator_rates_csv(tmp_path):
+    """operator_rates_from_details.csv holds every run; its single-task runs are BIDS2's input. Each
+    of the paper's 48-slot q11 solves at 4 GB per slot was solved from one of those runs (data README):
+    one of the CSV's runs, solved for 48 slots, must give that solve's objective."""
+    d = json_result(streambed("optimize", "--from-metrics", str(OPERATOR_RATES), "--query", "q11",
+                              "--memory", "4096", "--slots", "48", "--json", cwd=tmp_path))
+    assert d["format"] == "operator_rates_from_details.csv"
+    assert {s["query"] for s in d["solves"]} == {"q11"} and {s["memory_mb"] for s in d["solves"]} == {4096}
+    vectors = [v for v in json.loads(BIDS2_VECTORS.read_text())
+               if v["query"] == "q11" and v["memory_mb"] == 65536 and v["slots"] == 48]
+    assert vectors, "the paper's data must hold a 48-slot q11 solve at 4 GB per slot"
+    for v in vectors:
+        closest = min(abs(s["predicted_rate"] - v["paper_objective"]) / v["paper_objective"] for s in d["solves"])
+        assert closest <= 1e-6, (v["source_file"], v["row_index"], closest)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_fit_with_the_papers_families_gives_table_iv(tmp_path, query):
+    """The paper's model usage (section VI): its family (Table III), its features (TaskManager MB,
+    log1p: the defaults) and its training prefix, inverse-solved at 1.10 x the requested rate."""
+    memories = sorted(TABLE_IV_SLOTS[query])
+    d = json_result(streambed(
+        "fit", "--measurements", str(paper_search_file(PAPER_DATA, query)), "--rate", str(TABLE_IV_RATE[query]),
+        "--family", TABLE_III_FAMILY[query], "--training", "paper-prefix",
+        "--profiles", ",".join(map(str, memories)), "--json", cwd=tmp_path))
+    assert d["family"] == TABLE_III_FAMILY[query] and d["safety"] == pytest.approx(1.10)
+    assert {e["memory_mb"]: e["slots"] for e in d["entries"]} == TABLE_IV_SLOTS[query]
+    for e in d["entries"]:
+        assert e["predicted_mst"] >= 1.10 * TABLE_IV_RATE[query]
+        assert e["loocv_rmse"] > 0
+
+
+def test_fit_safety_factor_and_family_change_the_plan(tmp_path):
+    base = ["fit", "--measurements", str(paper_search_file(PAPER_DATA, "q11")), "--rate", "2e7",
+            "--training", "paper-prefix", "--profiles", "4096", "--json"]
+    slots = {}
+    for family, safety in (("linear", "1.10"), ("linear", "1.0"), ("linear", "1.5"), ("sqrt", "1.10")):
+        d = json_result(streambed(*base, "--family", family, "--safety", safety, cwd=tmp_path))
+        slots[family, safety] = d["entries"][0]["slots"]
+    assert slots["linear", "1.0"] < slots["linear", "1.10"] == 559 < slots["linear", "1.5"]
+    # a concave family extrapolates far more slots for the same rate
+    assert slots["sqrt", "1.10"] > 2 * slots["linear", "1.10"]
+
+
+def test_fit_auto_applies_the_explorers_own_selection(tmp_path):
+    from streambed.explorer import select_family
+    from streambed.surrogates import FAMILIES, Features, loocv_rmse
+
+    path = paper_search_file(PAPER_DATA, "q8")
+    d = json_result(streambed("fit", "--measurements", str(path), "--rate", "1.5e7", "--json", cwd=tmp_path))
+    obs = list(read_measurements(path).observations)
+    family, rule = select_family(obs, Features(), FAMILIES, {f: loocv_rmse(f, obs, Features()) for f in FAMILIES})
+    assert (d["family"], d["selection"]) == (family, rule)
+    assert d["training_rows"] == d["observations"] == len(obs) == 16
+    assert sorted(e["memory_mb"] for e in d["entries"]) == [2048, 4096]  # the profiles measured
+
+
+# ------------------------------------------------------------------ a campaign's record, exported and re-planned
+
+@pytest.fixture(scope="module")
+def plan_campaign(tmp_path_factory):
+    """A small plan campaign on the simulated testbed: its plan is what re-planning must give back."""
+    cwd = tmp_path_factory.mktemp("plan")
+    d = json_result(streambed("plan", "--query", "paper-q11-linear", "--rate", "2e7", "--profiles", "512,4096",
+                              "--timing", "quick", "--campaign-dir", "p", "--json", cwd=cwd, timeout=120))
+    return cwd, d
+
+
+def test_export_writes_files_that_fit_and_optimize_read_back_to_the_campaigns_plan(plan_campaign, tmp_path):
+    cwd, campaign = plan_campaign
+    plan = campaign["plan"]
+    d = json_result(streambed("export", "--campaign-dir", str(cwd / "p"), "--out", str(tmp_path), "--json", cwd=cwd))
+    assert d["kind"] == "plan" and d["measurements"] == len(campaign["exploration"]["points"])
+    assert d["single_task_metrics"] == [512, 4096]
+    planned = {e["memory_mb"]: e["slots"] for e in plan["entries"]}
+    # the ledger, exploration.json and the exported CSV all re-plan to the campaign's own plan
+    for record in (cwd / "p", cwd / "p" / "exploration.json", tmp_path / "measurements.csv"):
+        f = json_result(streambed("fit", "--measurements", str(record), "--rate", "2e7", "--profiles", "512,4096",
+                                  "--json", cwd=cwd))
+        assert f["family"] == plan["family"], record
+        assert {e["memory_mb"]: e["slots"] for e in f["entries"]} == planned, record
+        assert f["model"]["b"] == pytest.approx(plan["model"]["b"], rel=1e-9)
+    # both single-task metric files re-solve each planned budget to the campaign's configuration
+    for metrics in (tmp_path / "single-task-metrics.json", tmp_path / "operator-rates.csv"):
+        for e in plan["entries"]:
+            o = json_result(streambed("optimize", "--from-metrics", str(metrics), "--memory", str(e["memory_mb"]),
+                                      "--slots", str(e["slots"]), "--json", cwd=cwd))
+            assert o["solves"][0]["parallelism"] == e["configuration"], (metrics, e["memory_mb"])
+
+
+def test_export_of_an_unfinished_campaign_is_refused(plan_campaign, tmp_path):
+    import sqlite3
+
+    cwd, _ = plan_campaign
+    copy = tmp_path / "unfinished"
+    shutil.copytree(cwd / "p", copy)
+    conn = sqlite3.connect(copy / "ledger.sqlite")
+    conn.execute("DELETE FROM result")
+    conn.commit()
+    conn.close()
+    line = error_line(streambed("export", "--campaign-dir", str(copy), cwd=tmp_path))
+    assert "no result yet" in line and "--resume" in line
+
+
+# ------------------------------------------------------------------ readers and writers
+
+def _metrics(query="q", memory=1024, rates=((1000.0, 1.0), (500.0, 0.5))):
+    return SingleTaskMetrics(query, memory, tuple((f"Op#{i + 1}", OperatorRates(o, r)) for i, (o, r) in
+                                                  enumerate(rates)), source_rate=900.0)
+
+
+def test_single_task_metrics_round_trip_through_both_export_formats(tmp_path):
+    ms = [_metrics(memory=512), _metrics(memory=4096, rates=((2000.0, 1.0), (800.0, 0.25)))]
+    write_single_task_json(tmp_path / "m.json", ms)
+    write_operator_rates_csv(tmp_path / "m.csv", ms, "test")
+    for path in (tmp_path / "m.json", tmp_path / "m.csv"):
+        back = [r.metrics for r in read_single_task_metrics(path).records]
+        assert back == ms, path
+
+
+def test_measurements_round_trip_in_the_papers_columns(tmp_path):
+    points = [{"memory_mb": 512, "slots": 4, "mst": 1.5e5, "configuration": {"A#1": 2, "B#2": 2}},
+              {"memory_mb": 4096, "slots": 12, "mst": 4.25e5, "configuration": {"A#1": 6, "B#2": 6}}]
+    write_measurements_csv(tmp_path / "m.csv", points, "q", "test")
+    f = read_measurements(tmp_path / "m.csv")
+    assert [(o.memory_mb, o.slots, o.mst) for o in f.observations] == [(512, 4, 1.5e5), (4096, 12, 4.25e5)]
+    assert (f.query, f.operators, f.slots_per_taskmanager) == ("q", 2, 16)
+
+
+def test_the_papers_taskmanager_memory_becomes_memory_per_slot():
+    f = read_measurements(paper_search_file(PAPER_DATA, "q5"))
+    assert sorted({o.memory_mb for o in f.observations}) == [2048, 4096]  # 32768 and 65536 MB TaskManagers
+    assert f.query == "q5" and len(f.observations) == 22
+
+
+def test_regression_rows_are_not_msts(tmp_path):
+    rows = (PAPER_DATA / "runs" / "regression_q1-20230722031321.csv").read_text()
+    (tmp_path / "r.csv").write_text(rows)
+    with pytest.raises(RecordError, match=r"line 2: phase regression rows are production runs"):
+        read_measurements(tmp_path / "r.csv")
+
+
+# ------------------------------------------------------------------ bad files: one clear line each
+
+BAD_FILES = [
+    # id, file name, content, argv (FILE = the file), fragments of the one error line
+    ("measurements-missing-column", "m.csv", "query,memory_mb,observed_source_rate\nq1,8192,1e6\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["m.csv", "missing column used_task_slots"]),
+    ("measurements-negative-mst", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\nq1,8192,2,1e6\nq1,8192,4,-5\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["line 3", "observed_source_rate", "'-5'"]),
+    ("measurements-zero-slots", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\nq1,8192,0,1e6\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["line 2", "used_task_slots", "'0'"]),
+    ("measurements-two-queries", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\nq1,8192,2,1e6\nq2,8192,4,2e6\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["several queries", "q1, q2"]),
+    ("measurements-too-few", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\nq1,8192,2,1e6\nq1,8192,4,2e6\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["--measurements", "too few"]),
+    ("metrics-negative-rate", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A#1", "true_rate_per_task": -3, "input_ratio": 1.0}]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["operator A#1", "true_rate_per_task", "-3"]),
+    ("metrics-negative-ratio", "o.csv",
+     "query,row_index,memory_mb,operator,parallelism,true_processing_rate_per_task,input_ratio_vs_source\n"
+     "q,0,8192,A#1,1,100,-0.5\n",
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["line 2", "input_ratio_vs_source", "-0.5"]),
+    ("metrics-missing-field", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [{"name": "A#1", "input_ratio": 1.0}]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["operator 1", "missing field true_rate_per_task"]),
+    ("slots-below-operators", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": f"A#{i}", "true_rate_per_task": 100, "input_ratio": 1.0} for i in range(1, 4)]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["--slots", "3 operators", "got 2"]),
+    ("metrics-no-budget", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A#1", "true_rate_per_task": 100, "input_ratio": 1.0}]}),
+     ["optimize", "--from-metrics", "FILE"], ["--slots", "gives no slot budget"]),
+    ("metrics-not-json", "o.json", "{not json",
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["o.json", "not valid JSON"]),
+    ("metrics-empty", "o.csv", "", ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["o.csv", "empty"]),
+    ("metrics-unknown-memory", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A#1", "true_rate_per_task": 100, "input_ratio": 1.0}]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2", "--memory", "4096"], ["4096 MB", "q at 1024 MB"]),
+    ("metrics-with-testbed", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A#1", "true_rate_per_task": 100, "input_ratio": 1.0}]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2", "--testbed", "flink"], ["--testbed", "does not apply"]),
+    ("file-missing", None, None, ["fit", "--measurements", "FILE", "--rate", "1e6"], ["file not found"]),
+    ("paper-prefix-needs-a-family", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\n" + "".join(
+         f"q1,8192,{p},{p * 1e5}\n" for p in range(2, 10)),
+     ["fit", "--measurements", "FILE", "--rate", "1e6", "--training", "paper-prefix"], ["--family", "by hand"]),
+    ("export-no-campaign", None, None, ["export", "--campaign-dir", "FILE"], ["--campaign-dir", "no campaign ledger"]),
+]
+
+
+@pytest.mark.parametrize("name, content, argv, fragments", [b[1:] for b in BAD_FILES], ids=[b[0] for b in BAD_FILES])
+def test_bad_record_files_are_one_line_exit_2(tmp_path, name, content, argv, fragments):
+    path = tmp_path / (name or "absent")
+    if content is not None:
+        path.write_text(content)
+    argv = [str(path) if a == "FILE" else a for a in argv]
+    line = error_line(streambed(*argv, cwd=tmp_path))
+    for fragment in fragments:
+        assert fragment in line, (fragment, line)
