@@ -11,7 +11,6 @@ QUERY ?= q1
 RATE ?=
 # flink: the local Flink testbed (inventories/local), deployed by Ansible; sim: the simulated testbed.
 TESTBED ?= flink
-MEMORY ?= 4096
 CAMPAIGN_DIR ?= campaigns
 FLINK_JOB_JAR := flink/build/streambed-job.jar
 FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)

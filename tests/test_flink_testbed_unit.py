@@ -56,39 +56,52 @@ def _closed_port() -> int:
         return s.getsockname()[1]  # closed again when the socket is
 
 
-def _unreachable_testbed(tmp_path, timeout_s: float):
+@pytest.fixture
+def silent_port():
+    """A port that accepts connections (the kernel's backlog) but never answers: a hung server."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield s.getsockname()[1]
+
+
+def _unreachable_testbed(tmp_path, timeout_s: float, port: int | None = None):
     from streambed.testbed.flink import FlinkSettings, FlinkTestbed
 
-    settings = FlinkSettings(rest_url=f"http://127.0.0.1:{_closed_port()}",
-                             prometheus_url=f"http://127.0.0.1:{_closed_port()}", flink_home=tmp_path,
+    settings = FlinkSettings(rest_url=f"http://127.0.0.1:{port or _closed_port()}",
+                             prometheus_url=f"http://127.0.0.1:{port or _closed_port()}", flink_home=tmp_path,
                              jar=tmp_path / "job.jar", queries_dir=tmp_path, state_dir=tmp_path, timeout_s=timeout_s)
     return FlinkTestbed(settings)
 
 
-def test_an_unreachable_rest_api_is_a_clear_error_within_the_timeout(tmp_path):
+@pytest.mark.parametrize("server", ["closed", "silent"])
+def test_an_unreachable_rest_api_is_a_clear_error_within_the_timeout(tmp_path, server, silent_port):
     import time
 
     from streambed.errors import TestbedUnreachable
     from streambed.model import Budget
 
-    tb = _unreachable_testbed(tmp_path, timeout_s=2.0)
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0, port=silent_port if server == "silent" else None)
     t0 = time.monotonic()
     with pytest.raises(TestbedUnreachable, match=r"Flink REST API at http://127\.0\.0\.1:\d+ does not answer"):
         tb.prepare(Budget(2, 1024))
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 3.0 + 2.0  # the timeout, not a request's own (10 s) nor a hang
 
 
-def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path):
+@pytest.mark.parametrize("server", ["closed", "silent"])
+def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path, server, silent_port):
     import time
 
     from streambed.errors import TestbedUnreachable
     from streambed.model import Budget, Configuration, Query
     from streambed.testbed.base import Run
 
-    tb = _unreachable_testbed(tmp_path, timeout_s=2.0)
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0, port=silent_port if server == "silent" else None)
     q = Query("q1", ("Calc#1", "Sink#2"), (("source", "Calc#1"), ("Calc#1", "Sink#2")))
     run = Run("job", q, Configuration.single_task(q), Budget(2, 1024), time.time(), 1000.0)
     t0 = time.monotonic()
     with pytest.raises(TestbedUnreachable, match=r"Prometheus at http://127\.0\.0\.1:\d+ does not answer"):
         tb._series("flink_taskmanager_job_task_numRecordsOut", run, time.time() - 5, time.time())
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 3.0 + 2.0

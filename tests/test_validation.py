@@ -6,18 +6,19 @@ from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement
 from streambed.testbed.sim.profile import parse_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
-from streambed.validation import (NOT_SUSTAINED, OVER, RIGHT, SUSTAINED, UNDER, UNSTABLE, RunVerdict,
-                                  ValidationSettings, judge_plan, judge_run, validate)
+from streambed.validation import (INCONCLUSIVE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
+                                  UNSTABLE, RunVerdict, ValidationSettings, judge_plan, judge_run, validate)
 
 S = ValidationSettings()
 
 
-def windows(ratios, target=1000.0, pending_growth=0.0, length=60.0):
+def windows(ratios, target=1000.0, pending_growth=0.0, length=60.0, source_saturated=False):
     out, pending = [], 0.0
     for i, r in enumerate(ratios):
         start = i * length
         new = pending + pending_growth * target * length
-        out.append(Measurement(target, r * target, pending, new, pending_growth * target, 0.0, start, start + length))
+        out.append(Measurement(target, r * target, pending, new, pending_growth * target, 0.0, start, start + length,
+                               source_saturated=source_saturated))
         pending = new
     return out
 
@@ -30,6 +31,16 @@ def test_run_verdicts():
     assert growing.verdict == NOT_SUSTAINED and growing.pending_growth == pytest.approx(0.005)
 
 
+def test_a_run_the_source_could_not_feed_judges_the_source_not_the_plan():
+    capped = judge_run(windows([0.9] * 10, source_saturated=True), 1.2, S)
+    assert capped.verdict == SOURCE_LIMITED and capped.source_saturated
+    # a run that keeps up is sustained whatever the source's load
+    assert judge_run(windows([1.0] * 10, source_saturated=True), 1.0, S).verdict == SUSTAINED
+    # one saturated window of ten does not make the run source-limited
+    mixed = windows([0.9] * 9) + windows([0.9], source_saturated=True)
+    assert judge_run(mixed, 1.0, S).verdict == NOT_SUSTAINED
+
+
 def verdict(v, m):
     return RunVerdict(m, 1000.0, 1.0, 0.0, 0.0, v)
 
@@ -38,6 +49,11 @@ def test_plan_verdicts():
     assert judge_plan([verdict(NOT_SUSTAINED, 1.0), verdict(NOT_SUSTAINED, 1.2)]) == UNDER
     assert judge_plan([verdict(SUSTAINED, 1.0), verdict(SUSTAINED, 1.2), verdict(NOT_SUSTAINED, 1.5)]) == OVER
     assert judge_plan([verdict(UNSTABLE, 1.0), verdict(NOT_SUSTAINED, 1.2), verdict(NOT_SUSTAINED, 1.5)]) == RIGHT
+    # source-limited runs: the verdict stands only where it does not depend on them
+    assert judge_plan([verdict(SOURCE_LIMITED, 1.0), verdict(NOT_SUSTAINED, 1.2)]) == INCONCLUSIVE
+    assert judge_plan([verdict(SUSTAINED, 1.0), verdict(SOURCE_LIMITED, 1.2), verdict(NOT_SUSTAINED, 1.5)]) \
+        == INCONCLUSIVE
+    assert judge_plan([verdict(SUSTAINED, 1.0), verdict(SUSTAINED, 1.2), verdict(SOURCE_LIMITED, 1.5)]) == OVER
 
 
 @pytest.mark.parametrize("fraction, expected", [(0.95, RIGHT), (0.6, OVER), (1.15, UNDER)])

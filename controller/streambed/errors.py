@@ -35,6 +35,14 @@ class JobRestarted(TestbedError):
     """The job restarted (or a task failed) during an observation window."""
 
 
+class JobFailed(TestbedError):
+    """The job failed to start or ended on its own (not a SQL error: those are found before submission)."""
+
+
+class TaskManagerLost(TestbedError):
+    """A TaskManager left the cluster during a run (killed, out of memory, its machine lost)."""
+
+
 class MetricsMissing(TestbedError):
     """The metrics for a window are missing or incomplete."""
 

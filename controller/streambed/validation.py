@@ -4,7 +4,9 @@ A plan is run at 100 % of its rate, and at 120 % and 150 %, each after a ramp-up
 A run is judged from the achieved/target ratio, its variation between windows, and the slope of
 pending records (an ever-increasing pending count is "a clear sign of an under-provisioned
 system"). The plan is under-provisioned when 100 % is not sustained, over-provisioned when 120 %
-is, and right otherwise.
+is, and right otherwise. A run that fell short because the testbed's own source could not emit its
+target judges the source, not the plan (section VIII: sources must never be the limiting factor):
+it is "source-limited", and a plan that rests on such a run is "inconclusive".
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from .testbed.base import Testbed
 SUSTAINED = "sustained"
 UNSTABLE = "unstable"
 NOT_SUSTAINED = "not sustained"
+SOURCE_LIMITED = "source-limited"
 
 UNDER = "under-provisioned"
 OVER = "over-provisioned"
 RIGHT = "right"
+INCONCLUSIVE = "inconclusive (source-limited)"
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,15 @@ class RunVerdict:
     verdict: str
     windows: list[Measurement] = field(default_factory=list)
 
+    @property
+    def source_saturated(self) -> bool:
+        """Whether the source could not emit its target in most judged windows."""
+        return 2 * sum(w.source_saturated for w in self.windows) > len(self.windows)
+
     def to_dict(self) -> dict:
         return {"multiplier": self.multiplier, "target_rate": self.target_rate, "ratio": self.ratio, "cv": self.cv,
                 "pending_growth": self.pending_growth, "verdict": self.verdict,
-                "windows": [w.to_dict() for w in self.windows]}
+                "source_saturated": self.source_saturated, "windows": [w.to_dict() for w in self.windows]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunVerdict":
@@ -75,6 +84,8 @@ def judge_run(windows: Sequence[Measurement], multiplier: float, settings: Valid
     growth = slope(times, pending) / target
     if ratio >= settings.ratio and growth <= settings.max_pending_growth:
         verdict = SUSTAINED if cv <= settings.max_cv else UNSTABLE
+    elif 2 * sum(w.source_saturated for w in windows) > len(windows):
+        verdict = SOURCE_LIMITED
     else:
         verdict = NOT_SUSTAINED
     return RunVerdict(multiplier, target, ratio, cv, growth, verdict, list(windows))
@@ -82,13 +93,19 @@ def judge_run(windows: Sequence[Measurement], multiplier: float, settings: Valid
 
 def judge_plan(runs: Sequence[RunVerdict]) -> str:
     """Under-provisioned if 100 % is not sustained, over-provisioned if 120 % (or more) is, else right.
-    An unstable run that keeps up still counts as sustained here (the paper's q5 at 2 GB)."""
+    An unstable run that keeps up still counts as sustained here (the paper's q5 at 2 GB). A
+    source-limited run says nothing about the plan: if the verdict depends on it, it is inconclusive."""
     by = {r.multiplier: r for r in runs}
     base = by.get(1.0)
     if base is None or base.verdict == NOT_SUSTAINED:
         return UNDER
-    if any(m > 1.0 and r.verdict != NOT_SUSTAINED for m, r in by.items()):
+    if base.verdict == SOURCE_LIMITED:
+        return INCONCLUSIVE
+    above = [r for m, r in by.items() if m > 1.0]
+    if any(r.verdict in (SUSTAINED, UNSTABLE) for r in above):
         return OVER
+    if any(r.verdict == SOURCE_LIMITED for r in above):
+        return INCONCLUSIVE
     return RIGHT
 
 

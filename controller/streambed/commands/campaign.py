@@ -127,6 +127,7 @@ def cmd_estimate(args, out: Output) -> None:
 def cmd_optimize(args, out: Output) -> None:
     from ..ledger import Ledger
     from ..optimizer import ConfigurationOptimizer
+    from ..report.tables import source_warning
 
     _check_timing(args)
     testbed, name = testbed_for(args, out=out)
@@ -150,6 +151,8 @@ def cmd_optimize(args, out: Output) -> None:
               [(o["name"], o["true_rate_per_task"], o["input_ratio"]) for o in data["single_task_metrics"]["operators"]])
     out.table(f"BIDS2: {args.slots} slots -> predicted {result.predicted_rate:,.0f}, measured MST {result.mst:,.0f} events/s",
               ("operator", "parallelism"), list(result.configuration.parallelism))
+    if result.estimate.get("source_limited"):
+        source_warning(out, f"the testbed's source capped the estimate: {result.mst:,.0f} events/s is a lower bound")
     out.result(data)
 
 
@@ -258,7 +261,7 @@ def cmd_validate(args, out: Output) -> None:
             raise UserError("validate: give --plan FILE, or --config with --rate")
         mapping, rate = None, args.rate
     slots_needed = sum(mapping.values()) if mapping else None
-    testbed, name = testbed_for(args, max_slots=max(args.production_slots, slots_needed or 0))
+    testbed, name = testbed_for(args, max_slots=max(args.production_slots, slots_needed or 0), out=out)
     query = testbed.query(name)
     configuration = Configuration.of(query, mapping) if mapping else parse_configuration(args.config, query)
     if args.memory not in testbed.info().memory_profiles:

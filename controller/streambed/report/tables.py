@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..validation import SOURCE_LIMITED
 from .console import Output
 
 
@@ -32,10 +33,14 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
         capped = [p for p in exploration["points"] if p.get("source_limited")]
         if capped:
             where = ", ".join(f"{p['slots']} slots x {p['memory_mb']} MB" for p in capped)
-            out.warn(f"{len(capped)} of {len(exploration['points'])} measurements were capped by the testbed's source, "
-                     f"not by the query ({where}): "
-                     f"their MSTs are lower bounds and the model underestimates the query; give the source more "
-                     f"parallelism or cores (the testbed's source_parallelism)")
+            source_warning(out, f"{len(capped)} of {len(exploration['points'])} measurements ({where}) were capped by "
+                                f"the testbed's source: their MSTs are lower bounds and the model underestimates "
+                                f"the query")
+
+
+def source_warning(out: Output, what: str) -> None:
+    """The paper (section VIII): the sources must never be the limiting factor of a measurement."""
+    out.warn(f"{what}; give the source more parallelism or cores (the testbed's source_parallelism)")
 
 
 def exploration_table(out: Output, exploration: dict) -> None:
@@ -48,7 +53,9 @@ def exploration_table(out: Output, exploration: dict) -> None:
 def estimate_table(out: Output, estimate: dict, title: str) -> None:
     out.table(title, ("window", "target, events/s", "achieved, events/s", "ratio", "verdict", "min_r", "max_r"),
               [(i + 1, w["rate"], w["measurement"]["achieved_rate"], w["measurement"]["achieved_rate"] / w["rate"],
-                "sustained" if w["success"] else "not sustained", w["min_rate"], w["max_rate"])
+                "sustained" if w["success"] else
+                "source capped" if w["measurement"].get("source_saturated") else "not sustained",
+                w["min_rate"], w["max_rate"])
                for i, w in enumerate(estimate["windows"])])
     m = estimate.get("measurement")
     if m:
@@ -56,6 +63,9 @@ def estimate_table(out: Output, estimate: dict, title: str) -> None:
                                            "busy (max task)", "back-pressured"),
                   [(o["operator"], o["parallelism"], o["input_rate"], o["busyness"], o["busyness_max"],
                     o["backpressure"]) for o in m["operators"]])
+    if estimate.get("source_limited"):
+        source_warning(out, f"the search's upper bound came from a window the testbed's source could not feed: "
+                            f"{estimate['mst']:,.0f} events/s is a lower bound of this configuration's MST")
 
 
 def validation_table(out: Output, report: dict) -> None:
@@ -65,3 +75,7 @@ def validation_table(out: Output, report: dict) -> None:
                "verdict"),
               [(f"{r['multiplier'] * 100:.0f} %", r["target_rate"], r["ratio"], r["cv"], r["pending_growth"],
                 r["verdict"]) for r in report["runs"]])
+    capped = [f"{r['multiplier'] * 100:.0f} %" for r in report["runs"] if r["verdict"] == SOURCE_LIMITED]
+    if capped:
+        source_warning(out, f"the source could not emit the target of the {', '.join(capped)} run"
+                            f"{'s' if len(capped) > 1 else ''}, which therefore says nothing about the plan")

@@ -28,7 +28,8 @@ from typing import Callable, Sequence
 import numpy as np
 import requests
 
-from ..errors import JobRestarted, MetricsMissing, QueryRejected, TestbedUnreachable, UserError
+from ..errors import (JobFailed, JobRestarted, MetricsMissing, QueryRejected, TaskManagerLost, TestbedUnreachable,
+                      UserError)
 from ..metrics import window
 from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo
 from .base import Run
@@ -98,6 +99,11 @@ def parse_declared_graph(name: str, sql: str) -> Query:
 
 # -- settings ---------------------------------------------------------------------------------------
 
+REST_ATTEMPT_S = 10.0
+"""Longest wait for one answer of Flink's REST API (a status call answers in milliseconds)."""
+PROMETHEUS_ATTEMPT_S = 10.0
+"""Longest wait for one answer of Prometheus (a window's query answers in milliseconds)."""
+
 @dataclass(frozen=True)
 class FlinkSettings:
     rest_url: str
@@ -135,8 +141,12 @@ class FlinkTestbed:
         self._runs: dict[str, dict] = {}
         self._counter = 0
         from prometheus_api_client import PrometheusConnect
+        from urllib3.util.retry import Retry
 
-        self._prom = PrometheusConnect(url=settings.prometheus_url, disable_ssl=True)
+        self._prom_attempt_s = min(PROMETHEUS_ATTEMPT_S, settings.timeout_s / 3)
+        # No retries inside the client (its default backs off for seconds): _series retries up to its deadline.
+        self._prom = PrometheusConnect(url=settings.prometheus_url, disable_ssl=True, timeout=self._prom_attempt_s,
+                                       retry=Retry(total=0))
 
     # -- Testbed protocol ------------------------------------------------------------------------
 
@@ -240,15 +250,22 @@ class FlinkTestbed:
             self._check_running(run)
 
     def observe(self, run: Run, seconds: float) -> Measurement:
-        restarts = self._restarts(run)
-        t0 = time.time()
-        self.wait(run, seconds)
-        t1 = time.time()
-        time.sleep(1.0)  # the scrape that began before t1 is stored (raw samples carry their scrape time)
-        self._check_running(run)
-        if self._restarts(run) != restarts:
-            raise JobRestarted(f"{run.id}: the job restarted during the observation window")
-        return self._measure(run, t0, t1)
+        try:
+            restarts = self._restarts(run)
+            t0 = time.time()
+            self.wait(run, seconds)
+            t1 = time.time()
+            time.sleep(1.0)  # the scrape that began before t1 is stored (raw samples carry their scrape time)
+            self._check_running(run)
+            if self._restarts(run) != restarts:
+                raise JobRestarted(f"{run.id}: the job restarted during the observation window")
+            return self._measure(run, t0, t1)
+        except (JobRestarted, MetricsMissing) as e:
+            # The most common cause on a testbed: name it, so that the user knows what to look at.
+            lost = self._lost_slots()
+            if lost:
+                raise TaskManagerLost(f"{e}; {lost}") from None
+            raise
 
     def stop(self, run: Run) -> None:
         state = self._runs.pop(run.id, None)
@@ -270,16 +287,22 @@ class FlinkTestbed:
     # -- REST ------------------------------------------------------------------------------------
 
     def _rest(self, method: str, path: str, timeout: float | None = None, **kw) -> requests.Response:
+        """One REST call, retried until it answers; TestbedUnreachable once ``timeout_s`` has passed.
+
+        Each attempt gets at most the time left (a server that accepts connections but never answers
+        must not hold the caller past the deadline); ``timeout`` raises the overall limit for calls
+        that are slow by nature (uploading the jar, submitting a SQL job)."""
         url = self.settings.rest_url.rstrip("/") + path
-        deadline = time.time() + self.settings.timeout_s
-        last = None
-        while time.time() < deadline:
+        limit = max(self.settings.timeout_s, timeout or 0.0)
+        deadline = time.monotonic() + limit
+        last: Exception | None = None
+        while (left := deadline - time.monotonic()) > 0.1:
             try:
-                return self._session.request(method, url, timeout=timeout or 10, **kw)
+                return self._session.request(method, url, timeout=min(left, timeout or REST_ATTEMPT_S), **kw)
             except requests.RequestException as e:
                 last = e
-                time.sleep(1.0)
-        raise TestbedUnreachable(f"Flink REST API at {self.settings.rest_url} does not answer "
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        raise TestbedUnreachable(f"Flink REST API at {self.settings.rest_url} does not answer after {limit:.0f} s "
                                  f"({type(last).__name__}); is the cluster up?")
 
     def _jar(self) -> str:
@@ -287,9 +310,9 @@ class FlinkTestbed:
             jar = self.settings.jar
             if not jar.is_file():
                 raise UserError(f"jar: {jar} not built (run make flink-job)")
-            with open(jar, "rb") as f:
-                resp = self._rest("post", "/jars/upload", files={"jarfile": (jar.name, f, "application/x-java-archive")},
-                                  timeout=120)
+            # bytes, not a file object: a retried upload must send the whole jar again
+            resp = self._rest("post", "/jars/upload", timeout=120,
+                              files={"jarfile": (jar.name, jar.read_bytes(), "application/x-java-archive")})
             if resp.status_code >= 400:
                 raise TestbedUnreachable(f"Flink refused the job jar: {_flink_error(resp)}")
             self._jar_id = resp.json()["filename"].rsplit("/", 1)[-1]
@@ -315,7 +338,8 @@ class FlinkTestbed:
             if job.get("state") == "RUNNING" and all(v.get("status") == "RUNNING" for v in job.get("vertices", [])):
                 return
             if job.get("state") in ("FAILED", "CANCELED", "FINISHED"):
-                raise QueryRejected(f"{run.id}: the job ended as {job.get('state')}: {self._root_cause(run)}")
+                # The SQL was checked before submission (query()): what fails now is the run itself.
+                raise JobFailed(f"{run.id}: the job ended as {job.get('state')} while starting: {self._root_cause(run)}")
             time.sleep(0.5)
         raise TestbedUnreachable(f"{run.id}: not all tasks are running after {self.settings.start_timeout_s:.0f} s "
                                  f"(not enough slots?)")
@@ -326,11 +350,26 @@ class FlinkTestbed:
             raise JobRestarted(f"{run.id}: the job is {job.get('state')} ({self._root_cause(run)})")
 
     def _restarts(self, run: Run) -> int:
-        resp = self._rest("get", f"/jobs/{run.id}/exceptions")
-        if resp.status_code >= 400:
-            return 0
-        data = resp.json()
-        return len(data.get("exceptionHistory", {}).get("entries", []))
+        """The job's restart count (the numRestarts metric: the exception history is capped)."""
+        resp = self._rest("get", f"/jobs/{run.id}/metrics", params={"get": "numRestarts"})
+        values = resp.json() if resp.status_code < 400 else []
+        try:
+            return int(float(values[0]["value"]))
+        except (IndexError, KeyError, TypeError, ValueError):
+            raise MetricsMissing(f"{run.id}: Flink reports no numRestarts for the job") from None
+
+    def _lost_slots(self) -> str | None:
+        """Why the cluster has fewer slots than deployed, if it has (a TaskManager lost)."""
+        expected = self.settings.max_slots + self.settings.source_parallelism
+        try:
+            o = self._rest("get", "/overview").json()
+        except TestbedUnreachable:
+            return None
+        total = int(o.get("slots-total", 0))
+        if total < expected:
+            return (f"the cluster has {total} of its {expected} slots ({o.get('taskmanagers', 0)} TaskManagers "
+                    f"registered): a TaskManager was lost")
+        return None
 
     def _root_cause(self, run: Run) -> str:
         try:
@@ -364,15 +403,16 @@ class FlinkTestbed:
         query would stamp them with step-aligned evaluation times, an error of up to one scrape
         interval at each end of a window a few seconds long."""
         q = f'{metric}{{job_id="{run.id}"}}[{max(1, math.ceil((t1 - t0) * 1000))}ms]'
-        deadline = time.time() + self.settings.timeout_s
+        # Attempts of PROMETHEUS_ATTEMPT_S each (the client's own timeout), none started past the deadline.
+        deadline = time.monotonic() + self.settings.timeout_s
         while True:
             try:
                 data = self._prom.custom_query(q, params={"time": f"{t1:.3f}"})
                 break
             except Exception as e:  # noqa: BLE001 - the client raises several types
-                if time.time() > deadline:
-                    raise TestbedUnreachable(f"Prometheus at {self.settings.prometheus_url} does not answer "
-                                             f"({type(e).__name__})") from None
+                if time.monotonic() + self._prom_attempt_s + 1.0 > deadline:
+                    raise TestbedUnreachable(f"Prometheus at {self.settings.prometheus_url} does not answer after "
+                                             f"{self.settings.timeout_s:.0f} s ({type(e).__name__})") from None
                 time.sleep(1.0)
         out = {}
         for s in data:
