@@ -228,3 +228,68 @@ def test_stop_frees_every_port(testbed):
     for pattern in (f"--configDir {testbed.state_dir}", f"--config.file={testbed.state_dir}"):
         assert subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True).returncode == 1
     print("\n[ansible] timings: " + ", ".join(f"{k} {r.elapsed_s:.1f}s" for k, r in testbed.runs.items()))
+
+
+# ---------------------------------------------------------------------- the cluster install path
+
+INSTALL_PLAYBOOK = """\
+- name: Install Flink the way the flink role does on a cluster
+  hosts: jobmanager
+  gather_facts: false
+  tasks:
+    - name: Install from the release tarball
+      ansible.builtin.include_role:
+        name: flink
+        tasks_from: install
+"""
+
+
+def _release_tarball(directory: Path, version: str) -> tuple[Path, str]:
+    """A stand-in for the Apache release tarball (archive.apache.org is out of reach here): the
+    same layout (flink-<version>/bin/jobmanager.sh), so the role's download, checksum and unpack
+    steps run for real. Returns the file and its SHA-512."""
+    import hashlib
+    import tarfile
+
+    tree = directory / "tree" / f"flink-{version}"
+    (tree / "bin").mkdir(parents=True)
+    (tree / "bin" / "jobmanager.sh").write_text("#!/bin/sh\necho stand-in\n")
+    (tree / "lib").mkdir()
+    (tree / "lib" / "flink-dist.jar").write_bytes(os.urandom(4096))
+    tarball = directory / f"flink-{version}-bin-scala_2.12.tgz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(tree, arcname=tree.name)
+    return tarball, hashlib.sha512(tarball.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def tarball_install(tmp_path):
+    play = tmp_path / "play"
+    play.mkdir()
+    (play / "install.yml").write_text(INSTALL_PLAYBOOK)
+    (play / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ANSIBLE_DIR / 'roles'}\n")
+    tarball, sha512 = _release_tarball(tmp_path / "mirror", "2.3.0")
+
+    def apply(checksum: str):
+        return run_playbook(play / "install.yml", INVENTORY, {
+            "flink_install": "tarball", "flink_install_dir": str(tmp_path / "opt"),
+            "flink_tarball_url": tarball.as_uri(), "flink_tarball_sha512": checksum})
+
+    return apply, sha512, tmp_path / "opt"
+
+
+def test_tarball_install_downloads_verifies_and_unpacks_once(tarball_install):
+    apply, sha512, install_dir = tarball_install
+    first = apply(sha512)
+    assert first.failed == 0 and first.changed >= 2  # the directory, the download, the unpack
+    assert (install_dir / "flink-2.3.0" / "bin" / "jobmanager.sh").is_file()
+    again = apply(sha512)
+    assert again.failed == 0 and again.changed == 0
+
+
+def test_tarball_with_a_wrong_checksum_is_refused(tarball_install):
+    apply, sha512, install_dir = tarball_install
+    wrong = ("0" if sha512[0] != "0" else "1") + sha512[1:]
+    with pytest.raises(DeploymentError, match=r"(?i)checksum"):
+        apply(wrong)
+    assert not (install_dir / "flink-2.3.0").exists()
