@@ -81,3 +81,29 @@ def test_explorer_refuses_memory_the_testbed_does_not_offer(tmp_path):
     ex_, ledger, _ = explorer(tmp_path)
     with ledger, pytest.raises(UserError, match="offers"):
         ex_.explore([3000])
+
+
+def test_plans_by_family_inverse_solves_each_family_on_the_same_measurements():
+    from streambed.explorer import plans_by_family
+    from streambed.surrogates import Features, Observation, fit, inverse_solve
+
+    # exactly linear: the linear family plans the smallest P with 1000 P + 5 M >= 1.1 x rate
+    obs = [Observation(m, p, 1000.0 * p + 5.0 * m) for m in (512, 4096) for p in (2, 4, 8, 16, 32, 48)]
+    plans = plans_by_family(obs, Features(), ("linear", "log", "sqrt"), 4096, 1e6, safety=1.1, min_slots=2,
+                            max_slots=100_000)
+    assert set(plans) == {"linear", "log", "sqrt"}
+    for family, slots in plans.items():
+        assert slots == inverse_solve(fit(family, obs, Features()), 4096, 1e6, safety=1.1, min_slots=2,
+                                      max_slots=100_000)
+    assert plans["linear"] == math.ceil((1e6 * 1.1 - 5.0 * 4096) / 1000)  # 1,080
+    # concave families bend away from the linear data and need far more slots, or never get there
+    assert plans["sqrt"] is None or plans["sqrt"] > plans["linear"]
+
+
+def test_family_spread():
+    from streambed.explorer import family_spread
+
+    assert family_spread({"linear": 100, "log": 100, "sqrt": 100}) == 1.0
+    assert family_spread({"linear": 100, "log": 400, "sqrt": 200}) == 4.0
+    assert family_spread({"linear": 100, "log": None, "sqrt": 200}) == math.inf
+    assert family_spread({"linear": None, "log": None}) == 1.0

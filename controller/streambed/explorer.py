@@ -241,18 +241,49 @@ class ResourceExplorer:
 
         s = self.settings
         query = self.optimizer.query
-        model = fit(family, ex.observations(), s.features) if family else Surrogate.from_dict(ex.model)
+        obs = ex.observations()
+        model = fit(family, obs, s.features) if family else Surrogate.from_dict(ex.model)
         entries = []
         for m in sorted(set(int(x) for x in memories)):
             slots = inverse_solve(model, m, rate, safety=s.safety, min_slots=query.size, max_slots=s.max_plan_slots)
+            alternatives = plans_by_family(obs, s.features, s.families, m, rate, safety=s.safety,
+                                           min_slots=query.size, max_slots=s.max_plan_slots)
             if slots is None:
-                entries.append(PlanEntry(m, None, None, None, None))
+                entries.append(PlanEntry(m, None, None, None, None, alternatives))
                 continue
             metrics = self.optimizer.single_task(m)
             sol = bids2(metrics, slots)
-            entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate))
+            entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate,
+                                     alternatives))
         return Plan(query=query.name, rate=rate, safety=s.safety, family=model.family, model=model.to_dict(),
                     entries=tuple(entries))
+
+
+def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
+                    rate: float, *, safety: float, min_slots: int, max_slots: int) -> dict[str, int | None]:
+    """The inverse solve (section VI, "Model usage") with each candidate family fitted on the same D.
+
+    The paper picks one family; how far the others land shows how much a plan extrapolated far beyond
+    the testbed rests on that pick (the paper chose its families by hand, docs/evaluation.md)."""
+    out: dict[str, int | None] = {}
+    for f in families:
+        try:
+            out[f] = inverse_solve(fit(f, obs, features), memory_mb, rate, safety=safety, min_slots=min_slots,
+                                   max_slots=max_slots)
+        except ValueError:  # too few measurements, or inputs the family cannot take
+            out[f] = None
+    return out
+
+
+def family_spread(by_family: dict[str, int | None]) -> float:
+    """Largest over smallest slot count the families plan; infinite when some reach the rate and others
+    do not, 1.0 when they agree (or none reaches it)."""
+    reached = [v for v in by_family.values() if v is not None]
+    if not reached:
+        return 1.0
+    if len(reached) < len(by_family):
+        return math.inf
+    return max(reached) / min(reached)
 
 
 def _cost(rmse: float) -> float:

@@ -284,6 +284,9 @@ class PlanEntry:
     configuration: dict[str, int] | None
     """Per-operator parallelism from a last BIDS2 pass (sums to ``slots``)."""
     bids2_rate: float | None
+    by_family: dict[str, int | None] = field(default_factory=dict)
+    """The slots each candidate family, fitted on the same measurements, would plan (None: unreachable):
+    how much the plan rests on the family choice."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -314,7 +317,8 @@ class Plan:
     def from_dict(cls, d: Mapping) -> "Plan":
         try:
             entries = tuple(PlanEntry(int(e["memory_mb"]), e.get("slots"), e.get("predicted_mst"),
-                                      e.get("configuration"), e.get("bids2_rate")) for e in d["entries"])
+                                      e.get("configuration"), e.get("bids2_rate"), dict(e.get("by_family") or {}))
+                            for e in d["entries"])
             return cls(str(d["query"]), float(d["rate"]), float(d["safety"]), str(d["family"]), dict(d["model"]),
                        entries)
         except (KeyError, TypeError, ValueError) as e:

@@ -128,7 +128,7 @@ def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int]
     (``"paper-prefix"``). Each memory profile then gets the smallest slot count whose prediction
     reaches ``safety`` x ``rate``.
     """
-    from ..explorer import ExplorerSettings, select_family
+    from ..explorer import ExplorerSettings, plans_by_family, select_family
     from ..surrogates import FAMILIES, Features, fit, inverse_solve, loocv_rmse, paper_prefix_fit
 
     features = features or Features()
@@ -166,7 +166,9 @@ def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int]
                               max_slots=ExplorerSettings.max_plan_slots)
         entries.append({"memory_mb": m, "slots": slots,
                         "predicted_mst": None if slots is None else float(model.predict(m, slots)),
-                        "family": family, "coefficients": coefficients, "loocv_rmse": scores[family]})
+                        "family": family, "coefficients": coefficients, "loocv_rmse": scores[family],
+                        "by_family": plans_by_family(train, features, FAMILIES, m, rate, safety=safety,
+                                                     min_slots=min_slots, max_slots=ExplorerSettings.max_plan_slots)})
     return {"query": measurements.query, "measurements": str(measurements.path), "format": measurements.format,
             "observations": len(obs), "training": training, "training_rows": len(train),
             "rate": rate, "safety": safety, "family": family, "selection": selection,
@@ -195,8 +197,9 @@ def cmd_fit(args, out: Output) -> None:
                                                              for v in scores.values())),
                ("training rows", f"{data['training']}: {data['training_rows']}")])
     out.table(f"Plan for {args.rate:,.0f} events/s x {args.safety:g} safety",
-              ("memory per slot, MB", "slots", "predicted MST, events/s"),
-              [(e["memory_mb"], e["slots"], e["predicted_mst"]) for e in data["entries"]])
+              ("memory per slot, MB", "slots", "predicted MST, events/s", "slots if linear / log / sqrt"),
+              [(e["memory_mb"], e["slots"], e["predicted_mst"],
+                " / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values())) for e in data["entries"]])
     out.result(data)
 
 

@@ -5,13 +5,28 @@ from __future__ import annotations
 from ..validation import SOURCE_LIMITED
 from .console import Output
 
+FAMILY_SPREAD_WARNING = 1.5
+"""Warn when the families' slot counts for one plan differ by more than this factor."""
+
 
 def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> None:
+    from ..explorer import family_spread
+
     entries = plan["entries"]
+    families = list(entries[0].get("by_family") or {}) if entries else []
     out.table(f"Plan for {plan['query']} at {plan['rate']:,.0f} events/s (x{plan['safety']:.2f} safety), "
               f"{plan['family']} model (cf. the paper's Table IV)",
-              ("memory per slot, MB", "task slots", "model MST at that budget, events/s"),
-              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"]) for e in entries])
+              ("memory per slot, MB", "task slots", "model MST at that budget, events/s")
+              + ((f"slots if {' / '.join(families)}",) if families else ()),
+              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"])
+               + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),) if families else ())
+               for e in entries])
+    spread = max((family_spread(e.get("by_family") or {}) for e in entries), default=1.0)
+    if spread > FAMILY_SPREAD_WARNING:
+        out.warn(f"the candidate families disagree on this plan "
+                 f"({'one reaches the rate, another does not' if spread == float('inf') else f'up to {spread:.1f}x'}): "
+                 f"it rests on the choice of {plan['family']}; measure larger budgets or validate at scale before "
+                 f"trusting it")
     reachable = [e for e in entries if e["configuration"]]
     if reachable:
         ops = list(reachable[0]["configuration"])
