@@ -9,7 +9,6 @@ They share one module-scoped deployment and run in file order; the fixture alway
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import REPO
+from conftest import REPO, port_open
 from streambed.infra.ansible import DeploymentError, PlaybookResult, inventory_settings, run_playbook
 
 ANSIBLE_DIR = REPO / "ansible"
@@ -74,14 +73,6 @@ def test_inventory_settings_are_plain_yaml():
 def test_missing_inventory_is_one_line_error(tmp_path):
     with pytest.raises(DeploymentError, match="inventory not found"):
         run_playbook(PLAYBOOK, tmp_path / "nope.yml")
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("localhost", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def _pid(path: Path) -> int:
@@ -143,7 +134,7 @@ def testbed(tmp_path_factory):
         pytest.skip("no java on PATH: Flink cannot run here")
     if not _pyflink_available():
         pytest.skip("Flink from PyPI is not installed (make install)")
-    busy = [p for p in (REST_PORT, RPC_PORT, PROMETHEUS_PORT, *REPORTER_PORTS) if _port_open(p)]
+    busy = [p for p in (REST_PORT, RPC_PORT, PROMETHEUS_PORT, *REPORTER_PORTS) if port_open(p)]
     if busy:
         pytest.fail(f"test ports already in use (a leftover deployment?): {busy}")
     bed = Testbed(tmp_path_factory.mktemp("testbed"))
@@ -223,7 +214,7 @@ def test_memory_change_restarts_only_the_taskmanager(testbed):
 def test_stop_frees_every_port(testbed):
     stopped = testbed.apply("stop", flink_state="stopped", prometheus_state="stopped")
     assert stopped.failed == 0 and stopped.changed > 0
-    busy = [p for p in (REST_PORT, RPC_PORT, PROMETHEUS_PORT, *REPORTER_PORTS) if _port_open(p)]
+    busy = [p for p in (REST_PORT, RPC_PORT, PROMETHEUS_PORT, *REPORTER_PORTS) if port_open(p)]
     assert busy == []
     for pattern in (f"--configDir {testbed.state_dir}", f"--config.file={testbed.state_dir}"):
         assert subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True).returncode == 1

@@ -15,7 +15,6 @@ import dataclasses
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import REPO
+from conftest import REPO, port_open
 from streambed.errors import QueryRejected
 from streambed.estimator import CapacityEstimator, TimingProfile
 from streambed.infra.ansible import run_playbook
@@ -43,18 +42,10 @@ pytestmark = pytest.mark.skipif(shutil.which("java") is None or shutil.which("ja
                                 reason="needs a JDK 17 (java, javac)")
 
 
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("localhost", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
     busy = [p for p in range(PORTS["flink_metrics_port_min"], PORTS["flink_metrics_port_max"] + 1)
-            if _port_open(p)] + [v for k, v in PORTS.items() if "metrics" not in k and _port_open(v)]
+            if port_open(p)] + [v for k, v in PORTS.items() if "metrics" not in k and port_open(v)]
     if busy:
         pytest.fail(f"test ports already in use (a leftover deployment?): {busy}")
     subprocess.run(["make", "-C", str(REPO), "--no-print-directory", "flink-job"], check=True,

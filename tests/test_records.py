@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -218,6 +217,12 @@ BAD_FILES = [
      json.dumps({"query": "q", "memory_mb": 1024, "operators": [
          {"name": "A#1", "true_rate_per_task": 100, "input_ratio": 1.0}]}),
      ["optimize", "--from-metrics", "FILE"], ["--slots", "gives no slot budget"]),
+    ("metrics-operator-twice", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A#1", "true_rate_per_task": 100, "input_ratio": 1.0}] * 2}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["operator 2", "A#1 is listed twice"]),
+    ("measurements-point-missing-mst", "e.json", json.dumps({"points": [{"memory_mb": 512, "slots": 4}]}),
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["point 1", "missing field mst"]),
     ("metrics-not-json", "o.json", "{not json",
      ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["o.json", "not valid JSON"]),
     ("metrics-empty", "o.csv", "", ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["o.csv", "empty"]),

@@ -191,6 +191,16 @@ def _load(path: Path | str) -> tuple[str, Any]:
     return "csv", (header, rows)
 
 
+def _fields(where: str, obj: Any, fields: Sequence[str]) -> Mapping:
+    """``obj`` as a mapping that holds every one of ``fields``; RecordError naming what is missing."""
+    if not isinstance(obj, Mapping):
+        raise RecordError(f"{where}: expected {{{', '.join(fields)}}}, got {obj!r:.80}")
+    missing = [k for k in fields if k not in obj]
+    if missing:
+        raise RecordError(f"{where}: missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    return obj
+
+
 def _require_columns(path, header: Sequence[str], columns: Iterable[str], what: str) -> None:
     missing = [c for c in columns if c not in header]
     if missing:
@@ -238,11 +248,7 @@ def _operators(where: str, ops: Any) -> tuple[tuple[str, OperatorRates], ...]:
     out, seen = [], set()
     for i, o in enumerate(ops):
         at = f"{where}, operator {i + 1}"
-        if not isinstance(o, Mapping):
-            raise RecordError(f"{at}: expected {{name, true_rate_per_task, input_ratio}}, got {o!r:.80}")
-        missing = [k for k in ("name", "true_rate_per_task", "input_ratio") if k not in o]
-        if missing:
-            raise RecordError(f"{at}: missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        _fields(at, o, ("name", "true_rate_per_task", "input_ratio"))
         name = str(o["name"])
         if name in seen:
             raise RecordError(f"{at}: operator {name} is listed twice")
@@ -306,11 +312,7 @@ def _bids2_vector(path: Path, i: int, v: Any) -> MetricsRecord:
     """One solve of the paper's bids2_vectors.json (data README, last section); memory_mb there is
     TaskManager MB."""
     where = f"{path}: entry {i + 1}"
-    if not isinstance(v, Mapping):
-        raise RecordError(f"{where}: expected a solve {{query, memory_mb, slots, operators, ...}}, got {v!r:.80}")
-    missing = [k for k in ("query", "memory_mb", "slots", "operators") if k not in v]
-    if missing:
-        raise RecordError(f"{where}: missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    _fields(where, v, ("query", "memory_mb", "slots", "operators"))
     ops = _operators(where, v["operators"])
     slots = _integer(v["slots"], where, "slots")
     if slots < len(ops):
@@ -387,11 +389,7 @@ def _measurements_from_points(path: Path, points: Any, fmt: str, query: str | No
     obs, sizes = [], set()
     for i, pt in enumerate(points):
         where = f"{path}: point {i + 1}"
-        if not isinstance(pt, Mapping):
-            raise RecordError(f"{where}: expected {{memory_mb, slots, mst}}, got {pt!r:.80}")
-        missing = [k for k in ("memory_mb", "slots", "mst") if k not in pt]
-        if missing:
-            raise RecordError(f"{where}: missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        _fields(where, pt, ("memory_mb", "slots", "mst"))
         obs.append(Observation(_number(pt["memory_mb"], where, "memory_mb", strict=True, unit="MB per slot"),
                                _integer(pt["slots"], where, "slots"),
                                _number(pt["mst"], where, "mst", unit="events/s")))
