@@ -21,6 +21,11 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
               [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"])
                + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),) if families else ())
                for e in entries])
+    if plan["model"].get("b", 1.0) <= 0:
+        out.warn(f"the {plan['family']} model does not grow with slots (b = {plan['model']['b']:.3g}): the testbed's "
+                 f"measurements show no scaling, so no budget reaches a rate above what it measured. On a machine "
+                 f"with few cores a CPU-bound query cannot scale; look also for a bottleneck outside the query "
+                 f"(the source)")
     spread = max((family_spread(e.get("by_family") or {}) for e in entries), default=1.0)
     if spread > FAMILY_SPREAD_WARNING:
         out.warn(f"the candidate families disagree on this plan "
