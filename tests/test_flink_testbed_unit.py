@@ -105,3 +105,71 @@ def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path,
     with pytest.raises(TestbedUnreachable, match=r"Prometheus at http://127\.0\.0\.1:\d+ does not answer"):
         tb._series("flink_taskmanager_job_task_numRecordsOut", run, time.time() - 5, time.time())
     assert time.monotonic() - t0 < 3.0 + 2.0
+
+
+@pytest.fixture
+def metrics_server():
+    """A REST API whose metric store knows the job's numRestarts only from the ``known_after``-th call on,
+    as Flink's does for a job younger than its metric fetcher's refresh interval."""
+    import http.server
+    import json
+    import threading
+
+    state = {"calls": 0, "known_after": 3}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            state["calls"] += 1
+            body = [] if state["calls"] < state["known_after"] else [{"id": "numRestarts", "value": "2"}]
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1], state
+    finally:
+        server.shutdown()
+
+
+def _run_of_q1():
+    import time
+
+    from streambed.model import Budget, Configuration, Query
+    from streambed.testbed.base import Run
+
+    q = Query("q1", ("Calc#1", "Sink#2"), (("source", "Calc#1"), ("Calc#1", "Sink#2")))
+    return Run("job", q, Configuration.single_task(q), Budget(2, 1024), time.time(), 1000.0)
+
+
+def test_a_new_jobs_restart_count_is_waited_for_not_taken_as_missing(tmp_path, metrics_server):
+    import dataclasses
+
+    port, state = metrics_server
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0, port=port)
+    tb.settings = dataclasses.replace(tb.settings, metrics_wait_s=5.0)
+    assert tb._restarts(_run_of_q1()) == 2
+    assert state["calls"] == 3
+
+
+def test_a_restart_count_that_never_comes_is_missing_metrics(tmp_path, metrics_server):
+    import dataclasses
+    import time
+
+    from streambed.errors import MetricsMissing
+
+    port, state = metrics_server
+    state["known_after"] = 10**6
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0, port=port)
+    tb.settings = dataclasses.replace(tb.settings, metrics_wait_s=1.5)
+    t0 = time.monotonic()
+    with pytest.raises(MetricsMissing, match="no numRestarts for the job after 2 s"):
+        tb._restarts(_run_of_q1())
+    assert 1.5 <= time.monotonic() - t0 < 4.0

@@ -103,6 +103,9 @@ REST_ATTEMPT_S = 10.0
 """Longest wait for one answer of Flink's REST API (a status call answers in milliseconds)."""
 PROMETHEUS_ATTEMPT_S = 10.0
 """Longest wait for one answer of Prometheus (a window's query answers in milliseconds)."""
+JOB_METRICS_WAIT_S = 15.0
+"""Longest wait for a new job's numRestarts in the REST API: its metric store is refreshed every
+``metrics.fetcher.update-interval`` (10 s by default), so a job seconds old may not be in it yet."""
 
 @dataclass(frozen=True)
 class FlinkSettings:
@@ -122,6 +125,7 @@ class FlinkSettings:
     """Prometheus scrape interval: windows are measured from samples this far apart."""
     timeout_s: float = 30.0
     start_timeout_s: float = 90.0
+    metrics_wait_s: float = JOB_METRICS_WAIT_S
 
 
 class FlinkTestbed:
@@ -350,13 +354,21 @@ class FlinkTestbed:
             raise JobRestarted(f"{run.id}: the job is {job.get('state')} ({self._root_cause(run)})")
 
     def _restarts(self, run: Run) -> int:
-        """The job's restart count (the numRestarts metric: the exception history is capped)."""
-        resp = self._rest("get", f"/jobs/{run.id}/metrics", params={"get": "numRestarts"})
-        values = resp.json() if resp.status_code < 400 else []
-        try:
-            return int(float(values[0]["value"]))
-        except (IndexError, KeyError, TypeError, ValueError):
-            raise MetricsMissing(f"{run.id}: Flink reports no numRestarts for the job") from None
+        """The job's restart count (the numRestarts metric: the exception history is capped).
+
+        Waits up to ``metrics_wait_s`` for a job the REST metric store does not know yet (it is
+        refreshed every 10 s): a fresh job is not a failed window."""
+        deadline = time.monotonic() + self.settings.metrics_wait_s
+        while True:
+            resp = self._rest("get", f"/jobs/{run.id}/metrics", params={"get": "numRestarts"})
+            values = resp.json() if resp.status_code < 400 else []
+            try:
+                return int(float(values[0]["value"]))
+            except (IndexError, KeyError, TypeError, ValueError):
+                if time.monotonic() >= deadline:
+                    raise MetricsMissing(f"{run.id}: Flink reports no numRestarts for the job after "
+                                         f"{self.settings.metrics_wait_s:.0f} s") from None
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
     def _lost_slots(self) -> str | None:
         """Why the cluster has fewer slots than deployed, if it has (a TaskManager lost)."""
