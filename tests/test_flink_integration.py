@@ -7,6 +7,13 @@ Tests run in file order: the estimate of the first feeds the sustained runs of t
 
 Timings are short (a few seconds per window) so the module takes minutes on 2 cores; what they
 measure is printed (pytest -s) and is not a target of any assert.
+
+Replays at 100 % and 130 % of an MST need an MST that holds still. q1's own does not on 2 cores: its
+one source task shares the cores with everything else and generates 0.6-1.1 M events/s from one
+5-s window to the next (measured here, the windows flagged source-saturated), so a replay at
+exactly 100 % is a coin toss, as the paper's own replays reached 95-100 % (Fig. 9). Those tests run
+q1 with a Calc of known capacity instead (tests/flink_queries/q1_capped.sql: the job's
+streambed_cap UDF lets 200,000 bids/s through per task): real Flink, a truth to check against.
 """
 
 from __future__ import annotations
@@ -76,6 +83,31 @@ def q1_estimate(bed, tmp_path_factory):
     return estimate
 
 
+CAPPED_QUERIES = REPO / "tests" / "flink_queries"
+CAPPED_MST = 200_000 / (46 / 50)
+"""q1_capped's single-task MST, events/s: 200,000 bids/s per Calc task, bids being 46 of 50 events."""
+
+
+@pytest.fixture(scope="module")
+def capped(bed):
+    """A testbed on the same deployment (the same roles and inventory) that knows q1_capped."""
+    tb = type(bed)(dataclasses.replace(bed.settings, queries_dir=CAPPED_QUERIES), deploy=bed.deploy, log=bed.log)
+    tb.state_dir = bed.state_dir
+    return tb
+
+
+@pytest.fixture(scope="module")
+def capped_estimate(capped, tmp_path_factory):
+    ledger = Ledger.open(tmp_path_factory.mktemp("ledger"), "estimate", {}, resume=False)
+    est = CapacityEstimator(capped, ledger, TIMING, log=lambda m: print(f"[capped] {m}"))
+    query = capped.query("q1_capped")
+    estimate = est.estimate("q1_capped", Budget(len(query.operators), MEMORY_MB),
+                            Configuration.single_task(query), "q1_capped/single")
+    print(f"\n[capped] q1_capped single task: MST {estimate.mst:,.0f} events/s (truth {CAPPED_MST:,.0f}) after "
+          f"{len(estimate.windows)} windows")
+    return estimate
+
+
 def test_estimator_measures_the_single_task_mst_of_q1(q1_estimate):
     est = q1_estimate
     assert est.mst > 10_000, est.to_dict()
@@ -91,8 +123,22 @@ def test_estimator_measures_the_single_task_mst_of_q1(q1_estimate):
     assert all(0.0 <= o.busyness <= 1.0 for o in ops.values())
 
 
-def _run_at(bed, configuration, rate, ramp_s=8, observe_s=15):
-    run = bed.start("q1", configuration, rate)
+def test_estimator_finds_a_known_capacity_and_the_busyness_behind_it(capped_estimate):
+    est = capped_estimate
+    assert est.discarded == 0 and not est.source_limited
+    # The search stops within its sensibility (4 %) of the truth, and never above it.
+    assert 0.94 * CAPPED_MST <= est.mst <= 1.01 * CAPPED_MST, est.mst
+    # Above the MST the metrics name the bottleneck: the capped Calc busy, the source not saturated.
+    above = [w.measurement for w in est.windows if not w.success]
+    assert above
+    for m in above:
+        calc = {o.operator: o for o in m.operators}["Calc#1"]
+        assert calc.busyness > 0.9 and not m.source_saturated, m.to_dict()
+        assert calc.input_rate == pytest.approx(CAPPED_MST, rel=0.03)
+
+
+def _run_at(bed, query, configuration, rate, ramp_s=8, observe_s=15):
+    run = bed.start(query, configuration, rate)
     try:
         bed.wait(run, ramp_s)
         return bed.observe(run, observe_s)
@@ -100,11 +146,11 @@ def _run_at(bed, configuration, rate, ramp_s=8, observe_s=15):
         bed.stop(run)
 
 
-def test_100_percent_of_the_mst_holds_and_130_percent_does_not(bed, q1_estimate):
-    mst, configuration = q1_estimate.mst, q1_estimate.configuration
-    bed.prepare(q1_estimate.budget)
-    at_100 = _run_at(bed, configuration, mst)
-    at_130 = _run_at(bed, configuration, 1.3 * mst)
+def test_100_percent_of_the_mst_holds_and_130_percent_does_not(capped, capped_estimate):
+    mst, configuration = capped_estimate.mst, capped_estimate.configuration
+    capped.prepare(capped_estimate.budget)
+    at_100 = _run_at(capped, "q1_capped", configuration, mst)
+    at_130 = _run_at(capped, "q1_capped", configuration, 1.3 * mst)
     print(f"\n[sustain] 100%: {at_100.achieved_rate / at_100.target_rate:.3f} of {at_100.target_rate:,.0f}, "
           f"pending slope {at_100.pending_slope:,.0f}/s; 130%: {at_130.achieved_rate / at_130.target_rate:.3f}, "
           f"pending slope {at_130.pending_slope:,.0f}/s")
@@ -115,22 +161,24 @@ def test_100_percent_of_the_mst_holds_and_130_percent_does_not(bed, q1_estimate)
     assert at_130.pending_slope > 0.5 * (at_130.target_rate - at_130.achieved_rate) > 0
 
 
-def test_a_rate_change_takes_effect_within_seconds_without_a_restart(bed, q1_estimate):
-    configuration = q1_estimate.configuration
-    low, high = 0.1 * q1_estimate.mst, 0.5 * q1_estimate.mst
-    bed.prepare(q1_estimate.budget)
-    run = bed.start("q1", configuration, low)
+def test_a_rate_change_takes_effect_within_seconds_without_a_restart(capped, capped_estimate):
+    bed, configuration = capped, capped_estimate.configuration
+    # Up to 80 % of a capacity that holds still (q1's own moves by 20 % between windows here).
+    low, high = 0.1 * CAPPED_MST, 0.8 * CAPPED_MST
+    bed.prepare(capped_estimate.budget)
+    run = bed.start("q1_capped", configuration, low)
     try:
         bed.wait(run, 5)
         before = bed.observe(run, 4)
         started = requests.get(f"{bed.settings.rest_url}/jobs/{run.id}", timeout=5).json()["start-time"]
         bed.set_rate(run, high)
         bed.wait(run, 2)
-        after = bed.observe(run, 4)
+        after = bed.observe(run, 6)
         job = requests.get(f"{bed.settings.rest_url}/jobs/{run.id}", timeout=5).json()
     finally:
         bed.stop(run)
-    print(f"\n[rate] {before.achieved_rate:,.0f} -> {after.achieved_rate:,.0f} events/s")
+    print(f"\n[rate] {before.achieved_rate:,.0f} -> {after.achieved_rate:,.0f} events/s (pending "
+          f"{before.pending_start:,.0f}..{before.pending_end:,.0f} -> {after.pending_start:,.0f}..{after.pending_end:,.0f})")
     assert before.achieved_rate == pytest.approx(low, rel=0.02)
     assert after.achieved_rate == pytest.approx(high, rel=0.02)
     assert (job["jid"], job["start-time"], job["state"]) == (run.id, started, "RUNNING")

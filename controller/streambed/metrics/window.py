@@ -64,7 +64,9 @@ def measurement(*, start: float, end: float, target_rate: float, emitted: float,
                 sample_pending: Sequence[float], pending_start: float, operators: tuple[OperatorMetrics, ...],
                 source_saturated: bool) -> Measurement:
     """Assemble a window's measurement. ``emitted`` / ``offered`` are record counts over the window,
-    so the achieved rate comes from counter differences, never from smoothed per-second gauges."""
+    so the achieved rate comes from counter differences, never from smoothed per-second gauges.
+    ``sample_pending`` holds the pending records at ``sample_times`` (the last one is the window's
+    end); ``sample_emitted_rates`` the emitted rate per sample period, for the variation."""
     seconds = end - start
     if seconds <= 0:
         raise ValueError("a measurement window must have a positive length")

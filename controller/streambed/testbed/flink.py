@@ -487,9 +487,13 @@ class FlinkTestbed:
         ops_metrics = window.operator_metrics(names, parallelism, np.array(b_all), np.array(bp_all),
                                               np.array(in_all), np.array(out_all))
         achieved = emitted / (end - start) if end > start else 0.0
+        # Pending records at every 5-s mark and at the window's end: a window shorter than 5 s, or
+        # one that ends between marks, still has its pending records at its end and their slope.
+        pending_times = [*times, end] if not len(times) or times[-1] < end - 1e-6 else list(times)
         return window.measurement(
             start=start, end=end, target_rate=target, emitted=emitted, offered=offered,
-            sample_times=list(times), sample_emitted_rates=per_sample, sample_pending=[pending_at(t) for t in times],
+            sample_times=pending_times, sample_emitted_rates=per_sample,
+            sample_pending=[pending_at(t) for t in pending_times],
             pending_start=pending_at(start), operators=ops_metrics,
             # The sources, not the job, capped emission: busy, not held back, and behind their target.
             source_saturated=bool(src_busy > 0.9 and achieved < 0.99 * target))

@@ -340,6 +340,7 @@ public final class StreamBedJob {
             tEnv.executeSql(v);
         }
         tEnv.createTemporarySystemFunction("count_char", CountChar.class);
+        tEnv.createTemporarySystemFunction("streambed_cap", RateCap.class);
         StreamStatementSet set = tEnv.createStatementSet();
         int inserts = 0;
         try {
