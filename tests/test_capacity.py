@@ -1,6 +1,8 @@
 """The sim's steady-state capacity model and its search for the best configuration of a budget."""
 
 import itertools
+import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -51,13 +53,34 @@ def test_straggler_loss_grows_with_the_rate_and_shrinks_with_more_tasks():
     assert m.straggler_loss("Join#7", 4, 4e6) == 0  # not a window
 
 
+def without_straggler_tail(prof):
+    """The same profile with every firing stretched by exactly its mean (Pareto tail index inf): the
+    same mean firing cost, hence the same operator capacities, but no straggler."""
+    ops = tuple(replace(o, window=replace(o.window, straggler_tail=math.inf)) if o.window else o
+                for o in prof.operators)
+    return replace(prof, operators=ops)
+
+
 def test_model_of_q8_includes_stragglers():
     prof = load_profile("q8")
     m = CapacityModel(prof, 4096)
-    cfg, cap = m.best_configuration(48)
-    # the straggler constraint binds: without it, the same configuration would be rated higher
-    plain = min(m.operator_capacity(n, p) for n, p in cfg.parallelism)
-    assert cap.mst <= plain
+    tailless = CapacityModel(without_straggler_tail(prof), 4096)
+    q = prof.query()
+    # Stragglers only add stalls: every operator alone sustains the same rate with or without them.
+    for n in q.operators:
+        assert m.operator_capacity(n, 8) == pytest.approx(tailless.operator_capacity(n, 8), rel=1e-12)
+    # The best configuration without stragglers is limited by operator capacities alone; rated with
+    # stragglers, the slowest firing of its window tasks stalls the job: its MST falls well below.
+    cfg, cap = tailless.best_configuration(48)
+    plain = min(tailless.operator_capacity(n, p) for n, p in cfg.parallelism)
+    assert cap.mst == pytest.approx(plain, rel=1e-9)
+    with_stragglers = m.capacity(cfg)
+    assert with_stragglers.mst < 0.8 * cap.mst
+    assert prof.operator(with_stragglers.bottleneck).window is not None
+    # The search moves slots to the window operators to shorten firings, but cannot win it all back:
+    # with stragglers the best MST of a budget is strictly lower.
+    for slots in (16, 48):
+        assert m.best_configuration(slots)[1].mst < 0.9 * tailless.best_configuration(slots)[1].mst
 
 
 def test_capacity_model_picks_the_analytic_model_for_analytic_profiles():

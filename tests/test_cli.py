@@ -43,6 +43,38 @@ operators:
 BAD_YAML = "name: [unclosed\n  operators: :\n"
 
 
+def _plan(entry: dict, **top) -> str:
+    """A plan.json of q1 at 4096 MB per slot, with one entry changed."""
+    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
+            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
+                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6, **entry}]}
+    return json.dumps({**plan, **top})
+
+
+HUGE_KEYS_PROFILE = """\
+name: huge
+operators:
+  - name: "Agg#1"
+    kind: aggregate
+    rate: 1000000
+    keys: {count: 100000000000, zipf: 0.5}
+    inputs:
+      - {from: source, partitioning: hash}
+"""
+
+SCRATCH_FILES = {
+    # the files the bad-input cases refer to, written in each case's scratch directory
+    "bad.yaml": BAD_YAML,
+    "huge-keys.yaml": HUGE_KEYS_PROFILE,
+    "a-file": "not a directory\n",
+    "latin1.json": b"\xff\xfe{\"query\": \"q1\"}",
+    "plan-null-configuration.json": _plan({"configuration": None}),
+    "plan-text-parallelism.json": _plan({"slots": 2, "configuration": {"Calc#1": "1", "Sink#2": 1}}),
+    "plan-negative-rate.json": _plan({}, rate=-5),
+    "plan-zero-rate.json": _plan({}, rate=0),
+}
+
+
 def source_column(table_text: str) -> list[str]:
     """The 'source' cells (ledger / measured) of a measure table, top to bottom."""
     return re.findall(r"│\s*(ledger|measured)\s*│", table_text)
@@ -62,7 +94,7 @@ def ledger_rows(campaign_dir: Path, sql: str) -> list[tuple]:
 BAD_INPUT = [
     # id, argv, fragments the error line must contain
     ("unknown-profile", ["sim", "truth", "--profile", "nope", "--slots", "4", "--memory", "4096"],
-     ["profile", "'nope'"]),
+     ["--profile", "'nope'"]),
     ("slots-not-a-number", ["sim", "truth", "--profile", "q1", "--slots", "x", "--memory", "4096"],
      ["--slots", "'x'", "positive integer"]),
     ("slots-zero", ["sim", "truth", "--profile", "q1", "--slots", "0", "--memory", "4096"],
@@ -114,12 +146,73 @@ BAD_INPUT = [
     ("missing-required-option", ["sim", "truth", "--profile", "q1", "--slots", "4"], ["required", "--memory"]),
     ("measure-missing-query", ["measure", "--rates", "1e6"], ["required", "--query"]),
     ("no-command", [], ["required", "command"]),
+    # --seed: numpy takes no negative seed; refused while parsing, before any campaign exists
+    ("seed-negative-sim-run", ["sim", "run", "--profile", "q1", "--rate", "1e6", "--slots", "2", "--seed", "-1"],
+     ["--seed", "'-1'", "non-negative integer"]),
+    ("seed-negative-measure", ["measure", "--query", "q1", "--rates", "1e6", "--seed", "-1"],
+     ["--seed", "'-1'", "non-negative integer"]),
+    ("seed-negative-estimate", ["estimate", "--query", "q1", "--seed", "-1"], ["--seed", "'-1'"]),
+    ("seed-not-an-integer", ["plan", "--query", "q1", "--seed", "1.5"], ["--seed", "'1.5'"]),
+    # --campaign-dir that cannot hold a ledger
+    ("campaign-dir-is-a-file", ["estimate", "--query", "q1", "--timing", "quick", "--campaign-dir", "a-file"],
+     ["--campaign-dir", "a-file", "not a directory"]),
+    ("campaign-dir-under-a-file", ["estimate", "--query", "q1", "--timing", "quick",
+                                   "--campaign-dir", "a-file/camp"], ["--campaign-dir", "a-file/camp", "cannot create"]),
+    ("campaign-dir-not-creatable", ["estimate", "--query", "q1", "--timing", "quick",
+                                    "--campaign-dir", "/proc/streambed-camp"],
+     ["--campaign-dir", "/proc/streambed-camp", "cannot create"]),
+    # validate --plan: not a plan file, or a plan that says something validate cannot run
+    ("validate-plan-directory", ["validate", "--query", "q1", "--plan", "a-dir"], ["--plan", "a-dir", "directory"]),
+    ("validate-plan-not-utf8", ["validate", "--query", "q1", "--plan", "latin1.json"],
+     ["--plan", "latin1.json", "UTF-8"]),
+    ("validate-plan-null-configuration", ["validate", "--query", "q1", "--plan", "plan-null-configuration.json"],
+     ["--plan", "entries[0].configuration", "operator -> positive integer parallelism"]),
+    ("validate-plan-text-parallelism", ["validate", "--query", "q1", "--plan", "plan-text-parallelism.json"],
+     ["--plan", "entries[0].configuration", "Calc#1", "'1'"]),
+    ("validate-plan-negative-rate", ["validate", "--query", "q1", "--plan", "plan-negative-rate.json"],
+     ["--plan", "rate", "positive number", "-5"]),
+    ("validate-plan-zero-rate", ["validate", "--query", "q1", "--plan", "plan-zero-rate.json"],
+     ["--plan", "rate", "positive number", "got 0"]),
+    # validate --duration: at least one metric sample, as --window
+    ("validate-duration-zero", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate", "1e6",
+                                "--duration", "0"], ["--duration", "sample period", "got 0"]),
+    ("validate-duration-below-a-sample", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate",
+                                          "1e6", "--duration", "2"], ["--duration", "sample period", "got 2"]),
+    ("validate-ramp-negative", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate", "1e6",
+                                "--ramp", "-1"], ["--ramp", "'-1'", "non-negative"]),
+    # the explorer needs at least two slot counts: more slots than operators
+    ("explore-max-slots-equal-to-operators", ["explore", "--query", "q1", "--max-slots", "2"],
+     ["--max-slots", "2 operators", "two slot counts", "got 2"]),
+    ("plan-max-slots-equal-to-operators", ["plan", "--query", "q1", "--rate", "1e6", "--max-slots", "2"],
+     ["--max-slots", "2 operators", "got 2"]),
+    ("plan-max-slots-below-operators", ["plan", "--query", "q5", "--max-slots", "3"],
+     ["--max-slots", "9 operators", "got 3"]),
+    # --profiles: whole MB per slot
+    ("fit-profiles-fraction", ["fit", "--measurements", "m.csv", "--rate", "1e6", "--profiles", "0.4"],
+     ["--profiles", "'0.4'", "MB"]),
+    ("explore-profiles-fraction", ["explore", "--query", "q1", "--profiles", "4096,0.5"], ["--profiles", "'0.5'"]),
+    # sim commands
+    ("profile-file-is-a-directory", ["sim", "check", "a-dir"], ["a-dir", "is a directory"]),
+    ("profile-huge-key-count", ["sim", "check", "huge-keys.yaml"],
+     ["huge-keys.yaml", "operators[0].keys.count", "10,000,000", "100000000000"]),
+    ("profile-huge-key-count-truth", ["sim", "truth", "--profile", "huge-keys.yaml", "--slots", "2",
+                                      "--memory", "4096"], ["operators[0].keys.count", "100000000000"]),
+    ("calibrate-no-profiles", ["sim", "calibrate", "--profiles", ","], ["--profiles", "','"]),
+    # an unknown query names --query, an unknown profile --profile
+    ("query-unknown-estimate", ["estimate", "--query", "q99"], ["--query", "'q99'"]),
+    ("query-unknown-plan", ["plan", "--query", "q99", "--rate", "1e6"], ["--query", "'q99'"]),
+    ("profile-unknown-estimate", ["estimate", "--query", "q1", "--profile", "q99"], ["--profile", "'q99'"]),
 ]
 
 
 @pytest.mark.parametrize("argv, fragments", [pytest.param(a, f, id=i) for i, a, f in BAD_INPUT])
 def test_bad_input_is_one_line_exit_2(tmp_path, argv, fragments):
-    (tmp_path / "bad.yaml").write_text(BAD_YAML)
+    for name, content in SCRATCH_FILES.items():
+        if isinstance(content, bytes):
+            (tmp_path / name).write_bytes(content)
+        else:
+            (tmp_path / name).write_text(content)
+    (tmp_path / "a-dir").mkdir()
     if argv and argv[0] == "measure":
         argv = [*argv, "--campaign-dir", "camp"]
     # Narrow terminal: the error line must not be wrapped into several.
@@ -138,6 +231,50 @@ def test_bad_input_is_one_line_exit_2(tmp_path, argv, fragments):
 def test_bad_input_with_json_prints_nothing_on_stdout(tmp_path, argv):
     # These fail inside a progress display: the display must not leave a line above the error.
     error_line(streambed(*argv, cwd=tmp_path, columns=40))
+
+
+def test_file_system_errors_are_one_line_without_a_traceback(monkeypatch, capsys):
+    """The last safety net: an OSError no command turned into a UserError is one line and exit 2."""
+    from streambed import cli
+
+    def fails(args, out):
+        raise PermissionError(13, "Permission denied", "/somewhere/ledger.sqlite")
+
+    monkeypatch.setattr(cli, "cmd_sim_profiles", fails)
+    assert cli.main(["sim", "profiles"]) == 2
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "streambed: error: /somewhere/ledger.sqlite: Permission denied"]
+
+    def decodes(args, out):
+        b"\xff".decode("utf-8")
+
+    monkeypatch.setattr(cli, "cmd_sim_profiles", decodes)
+    assert cli.main(["sim", "profiles"]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("streambed: error: ") and "UTF-8" in lines[0]
+
+
+def test_flink_testbed_without_pyflink_asks_for_make_install(monkeypatch):
+    """No Flink runs here: the local testbed module is replaced by one whose set-up misses pyflink."""
+    import sys
+    import types
+    from argparse import Namespace
+
+    from streambed.commands.campaign import testbed_for
+    from streambed.errors import UserError
+
+    def local_testbed(log=None):
+        raise ModuleNotFoundError("No module named 'pyflink'", name="pyflink")
+
+    fake = types.ModuleType("streambed.infra.local")
+    fake.local_testbed = local_testbed
+    monkeypatch.setitem(sys.modules, "streambed.infra.local", fake)
+    with pytest.raises(UserError) as info:
+        testbed_for(Namespace(testbed="flink", profile=None, query="q1"))
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert "--testbed flink" in msg and "pyflink" in msg and "make install" in msg
 
 
 # ---------------------------------------------------------------------- --json results
@@ -216,12 +353,14 @@ def test_sim_run_json(tmp_path):
     assert m["end"] - m["start"] == pytest.approx(60)
     assert [o["operator"] for o in m["operators"]] == ["Calc#1", "Sink#2"]
     series = d["series"]
-    assert set(series) == {"time", "achieved", "pending", "busy"}
+    assert set(series) == {"time", "achieved", "pending", "busy_ms_per_s"}
     lengths = {k: len(v) for k, v in series.items()}
     assert len(set(lengths.values())) == 1, lengths
     assert lengths["time"] >= 60 / 5  # one sample per 5 s period
     assert series["time"] == sorted(series["time"])
-    assert all(len(row) == 2 for row in series["busy"])  # one column per task
+    assert all(len(row) == 2 for row in series["busy_ms_per_s"])  # one column per task
+    # Flink's unit: a q1 task at 1e6 of its ~1.65e6 events/s is busy about 600 ms of each second
+    assert 450 < series["busy_ms_per_s"][-1][0] < 750
 
 
 # ---------------------------------------------------------------------- measurement campaign and ledger

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from streambed.errors import JobRestarted
+from streambed.errors import JobRestarted, TestbedUnreachable
 from streambed.estimator import (TIMING_PROFILES, CapacityEstimator, EstimationFailed, TimingProfile, converged,
                                  next_rate, timing_profile)
 from streambed.errors import UserError
@@ -63,6 +63,10 @@ def test_timing_profiles_match_the_paper():
     p = TIMING_PROFILES["paper-simple"]
     assert (p.warmup_s, p.cooldown_s, p.cooldown_rate_per_source, p.ramp_s, p.observe_s) == (120, 15, 200, 60, 30)
     assert p.threshold == 0.99 and p.sensibility == 0.01
+    # q5/q8: 450 s warm-up, 7 iterations, a cooldown of 12,800 events/s in all over 32 sources
+    c = TIMING_PROFILES["paper-complex"]
+    assert (c.warmup_s, c.max_iterations, 32 * c.cooldown_rate_per_source) == (450, 7, 12_800)
+    assert c.threshold == 0.99 and c.sensibility == 0.01
     with pytest.raises(UserError, match="timing"):
         timing_profile("slow")
 
@@ -133,6 +137,21 @@ def test_windows_that_keep_failing_give_up_after_the_retries(tmp_path):
         with pytest.raises(EstimationFailed, match="4 windows failed"):
             estimate(tb, ledger)
         assert len(ledger.events("window-discarded")) == FAST.max_retries + 1
+
+
+def test_an_unreachable_engine_ends_the_estimate_at_once(tmp_path):
+    """Not a failed window: retrying would wait out the engine's timeout again, for nothing."""
+    tb = CountingTestbed(toy(), SimSettings(noise=False))
+
+    def dead(run, seconds):
+        raise TestbedUnreachable("Flink REST API at http://127.0.0.1:1 does not answer after 30 s")
+
+    tb.observe = dead
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        with pytest.raises(TestbedUnreachable, match="does not answer"):
+            estimate(tb, ledger)
+        assert ledger.events("window-discarded") == []
+    assert tb.starts == 1
 
 
 def test_a_saturated_source_never_passes_for_the_job(tmp_path):

@@ -107,3 +107,70 @@ def test_family_spread():
     assert family_spread({"linear": 100, "log": 400, "sqrt": 200}) == 4.0
     assert family_spread({"linear": 100, "log": None, "sqrt": 200}) == math.inf
     assert family_spread({"linear": None, "log": None}) == 1.0
+
+
+def _window(ops):
+    from streambed.model import Measurement, OperatorMetrics
+
+    return Measurement(1000.0, 1000.0, 0, 0, 0, 0, 0, 30, operators=tuple(
+        OperatorMetrics(name, p, input_rate=rin, output_rate=rin, busyness=busy, busyness_max=busy, backpressure=0)
+        for name, p, rin, busy in ops)).to_dict()
+
+
+class _NoSingleTask:
+    """An optimizer whose single-task metrics must not be needed."""
+
+    def __init__(self, query):
+        self.query = query
+        self.asked = []
+
+    def single_task(self, memory_mb):
+        self.asked.append(memory_mb)
+        from streambed.optimizer import OperatorRates, SingleTaskMetrics
+
+        return SingleTaskMetrics(self.query.name, memory_mb, tuple(
+            (n, OperatorRates(1.0, 1.0)) for n in self.query.operators))
+
+
+def test_the_plans_last_bids2_pass_takes_the_rates_of_the_largest_run_of_its_profile():
+    """Section VI, model usage: "true processing rates and busyness levels collected for the largest
+    number of cores in D with the selected resource profile"; a profile D never ran falls back to
+    its single-task run."""
+    from streambed.explorer import Exploration, ExplorationPoint
+    from streambed.model import Query, TestbedInfo
+
+    q = Query("q", ("a", "b"), (("source", "a"), ("a", "b")))
+    small = _window([("a", 1, 1000.0, 0.5), ("b", 1, 1000.0, 0.25)])
+    large = _window([("a", 6, 1000.0, 0.2), ("b", 2, 1000.0, 0.5)])
+    ex = Exploration([ExplorationPoint(4096, 2, 1000.0, {"a": 1, "b": 1}, 0, 0, 0, "corner", measurement=small),
+                      ExplorationPoint(4096, 8, 1000.0, {"a": 6, "b": 2}, 0, 0, 0, "corner", measurement=large),
+                      ExplorationPoint(512, 8, 0.0, {"a": 6, "b": 2}, 0, 0, 0, "corner", measurement=large)])
+    co = _NoSingleTask(q)
+    re_ = ResourceExplorer(co, TestbedInfo("t", 8, (512, 4096)), ExplorerSettings())
+    metrics, origin = re_.final_metrics(ex, 4096)
+    rates = dict(metrics.operators)
+    assert rates["a"].true_rate == pytest.approx(1000 / 6 / 0.2)  # per task over busyness, at 8 slots
+    assert rates["b"].true_rate == pytest.approx(1000 / 2 / 0.5)
+    assert "8 slots" in origin and co.asked == []
+    # 512 MB sustained nothing in D: its single-task run
+    _, origin = re_.final_metrics(ex, 512)
+    assert origin == "the single-task run" and co.asked == [512]
+    single = ResourceExplorer(co, re_.info, ExplorerSettings(final_metrics="single-task"))
+    assert single.final_metrics(ex, 4096)[1] == "the single-task run"
+
+
+def test_a_single_task_configuration_asked_for_again_is_measured_again(tmp_path):
+    """Section V: the cache serves BIDS2, but the explorer's explicit request for the single-task
+    configuration is an evaluation (a repeated point reduces noise only if it is measured)."""
+    from streambed.model import Budget
+
+    ex_, ledger, est = explorer(tmp_path, "paper-q11-linear")
+    with ledger:
+        co = ex_.optimizer
+        size = co.query.size
+        first = co.optimize(Budget(size, 4096), "co00")
+        assert est.calls == 1  # the single-task run is the answer
+        again = co.optimize(Budget(size, 4096), "co01")
+        assert est.calls == 2
+        assert again.configuration == first.configuration
+        assert ledger.has("co01/w0") and not ledger.has("co00/w0")

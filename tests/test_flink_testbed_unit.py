@@ -90,6 +90,21 @@ def test_an_unreachable_rest_api_is_a_clear_error_within_the_timeout(tmp_path, s
     assert time.monotonic() - t0 < 3.0 + 2.0  # the timeout, not a request's own (10 s) nor a hang
 
 
+def test_a_slow_call_to_a_closed_rest_api_fails_within_the_timeout_too(tmp_path):
+    """Uploading the jar may take long to answer (120 s), but a server that is not there fails as fast
+    as any other call."""
+    import time
+
+    from streambed.errors import TestbedUnreachable
+
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0)
+    (tmp_path / "job.jar").write_bytes(b"PK")
+    t0 = time.monotonic()
+    with pytest.raises(TestbedUnreachable, match=r"does not answer after 3 s"):
+        tb._jar()
+    assert time.monotonic() - t0 < 3.0 + 2.0
+
+
 @pytest.mark.parametrize("server", ["closed", "silent"])
 def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path, server, silent_port):
     import time

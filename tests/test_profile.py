@@ -12,7 +12,7 @@ import yaml
 
 from streambed.errors import ProfileError, UserError
 from streambed.model import SOURCE
-from streambed.testbed.sim.profile import load_profile, parse_profile, shipped_profiles
+from streambed.testbed.sim.profile import MAX_KEY_COUNT, load_profile, parse_profile, shipped_profiles
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "sim-profiles.md"
 ANALYTIC = {"family": "linear", "a": 1.0, "b": 1000.0, "c": 0.0}
@@ -299,6 +299,8 @@ CASES = [
      ["operators[0].keys.count", ">= 1"]),
     ("keys count float", op0(inputs=[{"from": "source", "partitioning": "hash"}], keys={"count": 10.0}),
      ["operators[0].keys.count", "integer"]),
+    ("keys count beyond the bound", op0(inputs=[{"from": "source", "partitioning": "hash"}], keys={"count": 10 ** 11}),
+     ["operators[0].keys.count", "[1, 10,000,000]", "100000000000"]),
     ("keys zipf text", op0(inputs=[{"from": "source", "partitioning": "hash"}], keys={"count": 9, "zipf": "high"}),
      ["operators[0].keys.zipf", "'high'"]),
     ("inputs empty", op0(inputs=[]), ["operators[0].inputs: expected a non-empty list"]),
@@ -452,6 +454,29 @@ def test_missing_file(tmp_path):
     missing = tmp_path / "nowhere.yaml"
     msg = file_error(missing)
     assert "file not found" in msg and str(missing) in msg
+
+
+def test_key_count_bound_is_accepted_and_documented():
+    d = minimal()
+    d["operators"][0].update(inputs=[{"from": "source", "partitioning": "hash"}], keys={"count": MAX_KEY_COUNT})
+    assert parse_profile(d).operators[0].keys.count == MAX_KEY_COUNT
+    assert f"`count`: integer in [1, {MAX_KEY_COUNT}]" in DOC.read_text(encoding="utf-8")
+
+
+def test_directory_is_not_a_profile(tmp_path):
+    msg = file_error(tmp_path)
+    assert msg == f"profile: {tmp_path} is a directory, not a profile YAML file"
+
+
+def test_errors_about_the_reference_name_the_option():
+    assert file_error_with("q99", "--query").startswith("--query: unknown profile 'q99'")
+    assert file_error_with("no/such.yaml", "--profile") == "--profile: file not found: no/such.yaml"
+
+
+def file_error_with(ref, option: str) -> str:
+    with pytest.raises(ProfileError) as info:
+        load_profile(ref, option=option)
+    return str(info.value)
 
 
 def test_unknown_shipped_name_lists_shipped_names():

@@ -120,12 +120,20 @@ def test_export_writes_files_that_fit_and_optimize_read_back_to_the_campaigns_pl
         assert f["family"] == plan["family"], record
         assert {e["memory_mb"]: e["slots"] for e in f["entries"]} == planned, record
         assert f["model"]["b"] == pytest.approx(plan["model"]["b"], rel=1e-9)
-    # both single-task metric files re-solve each planned budget to the campaign's configuration
+    # both single-task metric files re-solve each planned budget as the campaign's own single-task
+    # metrics do; that is the plan's configuration when the plan was configured from the single-task run
+    # (its last BIDS2 pass may use the rates of the largest run of D instead: configured_from)
+    from streambed.optimizer import bids2
+
+    recorded = {r.metrics.memory_mb: r.metrics for r in read_single_task_metrics(cwd / "p").records}
     for metrics in (tmp_path / "single-task-metrics.json", tmp_path / "operator-rates.csv"):
         for e in plan["entries"]:
             o = json_result(streambed("optimize", "--from-metrics", str(metrics), "--memory", str(e["memory_mb"]),
                                       "--slots", str(e["slots"]), "--json", cwd=cwd))
-            assert o["solves"][0]["parallelism"] == e["configuration"], (metrics, e["memory_mb"])
+            solved = o["solves"][0]["parallelism"]
+            assert solved == bids2(recorded[e["memory_mb"]], e["slots"]).parallelism, (metrics, e["memory_mb"])
+            if e.get("configured_from", "the single-task run") == "the single-task run":
+                assert solved == e["configuration"], (metrics, e["memory_mb"])
 
 
 def test_export_of_an_unfinished_campaign_is_refused(plan_campaign, tmp_path):
@@ -140,6 +148,28 @@ def test_export_of_an_unfinished_campaign_is_refused(plan_campaign, tmp_path):
     conn.close()
     line = error_line(streambed("export", "--campaign-dir", str(copy), cwd=tmp_path))
     assert "no result yet" in line and "--resume" in line
+
+
+@pytest.mark.parametrize("out, fragments", [
+    ("a-file", ["--out", "a-file", "not a directory"]),
+    ("a-file/export", ["--out", "a-file/export", "cannot create"]),
+    ("/proc/streambed-export", ["--out", "/proc/streambed-export", "cannot create"]),
+], ids=["out-is-a-file", "out-under-a-file", "out-not-creatable"])
+def test_export_to_an_unusable_out_is_one_line(plan_campaign, tmp_path, out, fragments):
+    cwd, _ = plan_campaign
+    (tmp_path / "a-file").write_text("not a directory\n")
+    line = error_line(streambed("export", "--campaign-dir", str(cwd / "p"), "--out", out, cwd=tmp_path))
+    for fragment in fragments:
+        assert fragment in line, (fragment, line)
+
+
+def test_export_of_the_ledger_file_writes_next_to_it(plan_campaign, tmp_path):
+    """--campaign-dir may name the ledger itself: the default export directory is then beside it."""
+    cwd, _ = plan_campaign
+    shutil.copytree(cwd / "p", tmp_path / "p")
+    d = json_result(streambed("export", "--campaign-dir", "p/ledger.sqlite", "--json", cwd=tmp_path))
+    assert d["files"]["measurements"] == "p/export/measurements.csv"
+    assert (tmp_path / "p" / "export" / "measurements.csv").is_file()
 
 
 # ------------------------------------------------------------------ readers and writers
@@ -240,6 +270,31 @@ BAD_FILES = [
          f"q1,8192,{p},{p * 1e5}\n" for p in range(2, 10)),
      ["fit", "--measurements", "FILE", "--rate", "1e6", "--training", "paper-prefix"], ["--family", "by hand"]),
     ("export-no-campaign", None, None, ["export", "--campaign-dir", "FILE"], ["--campaign-dir", "no campaign ledger"]),
+    ("metrics-short-row", "o.csv",
+     "query,row_index,memory_mb,operator,parallelism,true_processing_rate_per_task,input_ratio_vs_source\n"
+     "q,0,8192,A#1,1,100,1.0\nq,1,8192,A#1,1\n",
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"],
+     ["o.csv", "line 3", "missing columns true_processing_rate_per_task, input_ratio_vs_source"]),
+    ("measurements-short-row", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\nq1,8192,2,1e6\nq1,8192,4\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["m.csv", "line 3", "missing column observed_source_rate"]),
+    ("measurements-long-row", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\nq1,8192,2,1e6,7\n",
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["m.csv", "line 2", "5 fields", "4 columns"]),
+    ("measurements-operators-beyond-max-slots", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate,n_operators\n" + "".join(
+         f"q1,8192,{p},{p * 1e5},200000\n" for p in range(2, 10)),
+     ["fit", "--measurements", "FILE", "--rate", "1e6"], ["line 2", "n_operators", "at most 100,000", "'200000'"]),
+    ("metrics-empty-list", "o.json", "[]", ["optimize", "--from-metrics", "FILE", "--slots", "2"],
+     ["--from-metrics", "o.json", "holds no single-task metrics"]),
+    ("metrics-no-input", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": f"A#{i}", "true_rate_per_task": 100, "input_ratio": 0} for i in range(1, 3)]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"],
+     ["--from-metrics", "no operator receives input", "every input ratio is 0"]),
+    ("fit-profiles-below-one-mb", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\n" + "".join(f"q1,8192,{p},{p * 1e5}\n" for p in range(2, 10)),
+     ["fit", "--measurements", "FILE", "--rate", "1e6", "--profiles", "0.4"], ["--profiles", "'0.4'", "MB"]),
 ]
 
 

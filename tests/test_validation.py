@@ -6,7 +6,7 @@ from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement
 from streambed.testbed.sim.profile import parse_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
-from streambed.validation import (INCONCLUSIVE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
+from streambed.validation import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
                                   UNSTABLE, RunVerdict, ValidationSettings, judge_plan, judge_run, validate)
 
 S = ValidationSettings()
@@ -54,6 +54,12 @@ def test_plan_verdicts():
     assert judge_plan([verdict(SUSTAINED, 1.0), verdict(SOURCE_LIMITED, 1.2), verdict(NOT_SUSTAINED, 1.5)]) \
         == INCONCLUSIVE
     assert judge_plan([verdict(SUSTAINED, 1.0), verdict(SUSTAINED, 1.2), verdict(SOURCE_LIMITED, 1.5)]) == OVER
+    # instability at a higher rate is a sign the plan is not over-provisioned (section VIII)
+    assert judge_plan([verdict(SUSTAINED, 1.0), verdict(UNSTABLE, 1.2), verdict(NOT_SUSTAINED, 1.5)]) == RIGHT
+    assert judge_plan([verdict(SUSTAINED, 1.0), verdict(UNSTABLE, 1.2), verdict(SUSTAINED, 1.5)]) == OVER
+    # without a 100 % run: a higher rate sustained still decides; otherwise nothing does
+    assert judge_plan([verdict(SUSTAINED, 1.2), verdict(SUSTAINED, 1.5)]) == OVER
+    assert judge_plan([verdict(NOT_SUSTAINED, 1.2), verdict(NOT_SUSTAINED, 1.5)]) == NO_BASE
 
 
 @pytest.mark.parametrize("fraction, expected", [(0.95, RIGHT), (0.6, OVER), (1.15, UNDER)])

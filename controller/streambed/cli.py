@@ -12,8 +12,8 @@ import sys
 from typing import Sequence
 
 from . import __version__
-from .commands.args import (Parser, memory_list, non_negative_seconds, number_list, positive_int,
-                            positive_number)
+from .commands.args import (Parser, memory_list, name_list, non_negative_int, non_negative_seconds, number_list,
+                            positive_int, positive_number)
 from .commands.campaign import (cmd_estimate, cmd_explore, cmd_measure, cmd_optimize, cmd_plan,
                                 cmd_validate)
 from .commands.records import MEMORY_FEATURES, TRAINING, cmd_export, cmd_fit, cmd_optimize_from_metrics
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_sim_min_slots)
 
     sp = simsub.add_parser("calibrate", help="compare the Nexmark profiles with the paper (Table II, shapes, memory)")
-    sp.add_argument("--profiles", type=lambda t: [x for x in t.split(",") if x], default=["q1", "q2", "q5", "q8", "q11"])
+    sp.add_argument("--profiles", type=name_list, default=["q1", "q2", "q5", "q8", "q11"],
+                    help="comma-separated profile names or YAML paths")
     common(sp)
     sp.set_defaults(func=cmd_sim_calibrate)
 
@@ -78,14 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--config", help="operator=parallelism pairs; default: the sim's best configuration of --slots")
     g.add_argument("--slots", type=positive_int)
     sp.add_argument("--duration", type=non_negative_seconds, default=300.0)
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=non_negative_int, default=0)
     common(sp)
     sp.set_defaults(func=cmd_sim_run)
 
     def campaign_args(sp, kind):
         sp.add_argument("--testbed", default="sim", help="sim (default) or flink (the local Flink cluster)")
         sp.add_argument("--profile", help="sim only: profile name or YAML path (default: the query's)")
-        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--seed", type=non_negative_int, default=0)
         sp.add_argument("--campaign-dir", help=f"where the ledger and results live (default: campaigns/{kind}-<query>)")
         sp.add_argument("--resume", action="store_true", help="continue the campaign recorded in --campaign-dir")
 
@@ -207,6 +208,16 @@ def _optimize(args, out: Output) -> None:
     return cmd_optimize(args, out)
 
 
+def _file_error(e: OSError | UnicodeDecodeError) -> str:
+    """'<filename>: <strerror>' of a file-system error, on one line."""
+    if isinstance(e, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({e.reason} at byte {e.start})"
+    what = e.strerror or str(e) or type(e).__name__
+    if e.filename is not None and e.filename2 is not None:
+        return f"{e.filename} -> {e.filename2}: {what}"
+    return f"{e.filename}: {what}" if e.filename is not None else what
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     json_mode = "--json" in (argv if argv is not None else sys.argv[1:])
     out = Output(json_mode=json_mode)
@@ -217,6 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except StreamBedError as e:
         out.err.print(f"streambed: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_USER_ERROR
+    except (OSError, UnicodeDecodeError) as e:
+        # Last safety net: the commands name the option of every file they know to check; a file-system
+        # error that still gets here is shown as one line, never as a traceback.
+        out.err.print(f"streambed: error: {_file_error(e)}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         out.err.print("streambed: interrupted; finished measurements are in the ledger, continue with --resume",

@@ -16,7 +16,8 @@ Every observation window is a ledger step: it is written before the search moves
 campaign replays the recorded windows, so only missing ones touch the testbed (after a fresh warm-up,
 because the job of the killed campaign is gone). A window that fails (job restarted, metrics
 missing) is discarded, logged in the ledger and retried on a fresh job after a new warm-up, a
-bounded number of times; it is never counted.
+bounded number of times; it is never counted. An engine that does not answer at all
+(TestbedUnreachable) ends the estimate at once: retrying would only wait out its timeout again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import TestbedError, UserError
+from .errors import TestbedError, TestbedUnreachable, UserError
 from .ledger import Ledger
 from .model import Budget, Configuration, Measurement
 from .testbed.base import Run, Testbed
@@ -208,9 +209,14 @@ class CapacityEstimator:
         for attempt in range(self.timing.max_retries + 1):
             try:
                 return self.ledger.step(key, fn)
+            except TestbedUnreachable:
+                # Not a failed window: an engine that does not answer will not answer the retry
+                # either, and each retry would wait out the timeout again. Say so at once.
+                raise
             except TestbedError as e:
                 job.discarded += 1
-                self.ledger.record("window-discarded", {"key": key, "attempt": attempt, "reason": str(e)})
+                self.ledger.record("window-discarded", {"key": key, "attempt": attempt, "error": type(e).__name__,
+                                                        "reason": str(e)})
                 self.log(f"{key}: window discarded ({e}); starting the job again")
                 job.restart()
         raise EstimationFailed(f"{key}: {self.timing.max_retries + 1} windows failed in a row; giving up")

@@ -10,8 +10,9 @@
 * Model selection. Each family is fitted on the half of D with the lowest P and tested on the other
   half; the lowest test RMSE wins, and that family is refitted on all of D.
 * Model usage. Per memory profile, the smallest P whose prediction reaches safety x the requested
-  rate (1.10 by default), and its configuration from a last BIDS2 pass with that profile's
-  single-task metrics.
+  rate (1.10 by default), and its configuration from a last BIDS2 pass with the true processing
+  rates and input ratios of the largest run of D with that profile (the profile's single-task run
+  when D has none).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .errors import UserError
-from .model import Budget, Plan, PlanEntry, TestbedInfo
-from .optimizer import ConfigurationOptimizer, bids2
+from .model import Budget, Measurement, Plan, PlanEntry, TestbedInfo
+from .optimizer import ConfigurationOptimizer, SingleTaskMetrics, bids2
 from .surrogates import FAMILIES, Features, Observation, fit, inverse_solve, loocv_rmse, select_by_split
 
 
@@ -38,6 +39,9 @@ class ExplorerSettings:
     seed: int = 0
     safety: float = 1.10
     max_plan_slots: int = 100_000
+    final_metrics: str = "largest"
+    """Rates of the plan's last BIDS2 pass: "largest" (the paper: the largest run of D with that
+    profile) or "single-task" (the profile's single-task run)."""
 
 
 @dataclass
@@ -56,6 +60,9 @@ class ExplorationPoint:
     """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
     source_limited: bool = False
     """The testbed's source, not the job, bounded this MST (it is then a lower bound)."""
+    measurement: dict | None = None
+    """The estimate's measurement at the MST (per-operator busyness and input rates): the largest run
+    of a profile gives the plan's last BIDS2 pass its rates (section VI, "Model usage")."""
 
     def observation(self) -> Observation:
         return Observation(self.memory_mb, self.slots, self.mst)
@@ -171,7 +178,7 @@ class ResourceExplorer:
             res = self.optimizer.optimize(Budget(slots, memory), f"co{i:02d}/{memory}MB/{slots}")
             pt = ExplorationPoint(memory, slots, res.mst, res.configuration.as_dict(), res.predicted_rate,
                                   math.nan, res.estimate["testbed_seconds"], phase, compact_trace(res.estimate),
-                                  bool(res.estimate.get("source_limited", False)))
+                                  bool(res.estimate.get("source_limited", False)), res.estimate.get("measurement"))
             ex.points.append(pt)
             pt.rmse = best_loocv(ex.observations(), s.features, s.families)
             history.append(pt.rmse)
@@ -235,6 +242,20 @@ class ResourceExplorer:
             ex.split = {}
         ex.model = fit(ex.family, obs, s.features).to_dict()
 
+    def final_metrics(self, ex: Exploration, memory_mb: int) -> tuple[SingleTaskMetrics, str]:
+        """The rates of the plan's last BIDS2 pass and where they come from (section VI, "Model usage"):
+        "the true processing rates and busyness levels collected for the largest number of cores in D
+        with the selected resource profile". A profile D never measured falls back to its single-task
+        metrics (measured by the estimator when missing)."""
+        query = self.optimizer.query
+        runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0]
+        if self.settings.final_metrics == "largest" and runs:
+            top = max(runs, key=lambda p: (p.slots, p.mst))
+            m = Measurement.from_dict(top.measurement)
+            return (SingleTaskMetrics.from_measurement(query, memory_mb, m),
+                    f"the largest run of D ({top.slots} slots)")
+        return self.optimizer.single_task(memory_mb), "the single-task run"
+
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
         """Inverse-solve the chosen model per memory profile, then a last BIDS2 pass for each budget."""
         from .surrogates import Surrogate
@@ -251,10 +272,10 @@ class ResourceExplorer:
             if slots is None:
                 entries.append(PlanEntry(m, None, None, None, None, alternatives))
                 continue
-            metrics = self.optimizer.single_task(m)
+            metrics, origin = self.final_metrics(ex, m)
             sol = bids2(metrics, slots)
             entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate,
-                                     alternatives))
+                                     alternatives, origin))
         return Plan(query=query.name, rate=rate, safety=s.safety, family=model.family, model=model.to_dict(),
                     entries=tuple(entries))
 

@@ -133,10 +133,30 @@ class Ledger:
                 raise
             return cls(conn, path, old_kind, old_params)
 
+        if d.exists() and not d.is_dir():
+            raise UserError(f"--campaign-dir: {d} is a file, not a directory; choose another --campaign-dir")
         if path.exists():
             cls._refuse_existing(d, path)
         created_dir = not d.exists()
-        d.mkdir(parents=True, exist_ok=True)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--campaign-dir: cannot create {d} ({exc.strerror or exc}"
+                            f"{f': {exc.filename}' if exc.filename and str(exc.filename) != str(d) else ''})") from None
+        try:
+            return cls._create(d, path, kind, params, created_dir)
+        except (OSError, sqlite3.OperationalError) as exc:
+            if created_dir:
+                try:
+                    d.rmdir()  # leave nothing behind; only works while d holds nothing
+                except OSError:
+                    pass
+            what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UserError(f"--campaign-dir: cannot write the ledger {path} ({what})") from None
+
+    @classmethod
+    def _create(cls, d: Path, path: Path, kind: str, params: dict, created_dir: bool) -> "Ledger":
+        """A new ledger at ``path`` in the existing directory ``d``."""
         conn = cls._connect(path)
         try:
             cls._set_pragmas(conn)

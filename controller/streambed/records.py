@@ -14,7 +14,7 @@ file name.
   (memory per slot -> entry) of a plan campaign or of ``streambed export``; a plan or optimize
   campaign's ledger (``ledger.sqlite`` or its directory); the paper's ``bids2_vectors.json``; the
   paper's ``operator_rates_from_details.csv`` (and ``export``'s ``operator-rates.csv``, same columns).
-* Measurements: ``exploration.json`` of a plan or explore campaign; such a campaign's ledger; the
+* Measurements: ``exploration.json`` of a plan campaign; such a campaign's ledger; the
   paper's ``runs/search_*.csv`` (and ``export``'s ``measurements.csv``, same columns).
 
 Memory is always returned per task **slot** in MB, the unit of the rest of StreamBed. The paper's
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import UserError
+from .explorer import ExplorerSettings
 from .ledger import Ledger
 from .optimizer import OperatorRates, SingleTaskMetrics
 from .surrogates import Observation
@@ -60,6 +61,9 @@ OPERATOR_RATE_COLUMNS = ("query", "phase", "source_file", "row_index", "memory_m
                          "source_rate")
 """Columns ``export`` writes to operator-rates.csv: those of the paper's operator_rates_from_details.csv
 that BIDS2 needs, plus the source rate of the run (StreamBed's own)."""
+
+MAX_PLAN_SLOTS = ExplorerSettings.max_plan_slots
+"""The largest budget the planner solves for: a query of more operators cannot be planned."""
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -184,7 +188,11 @@ def _load(path: Path | str) -> tuple[str, Any]:
         for row in reader:
             if not any(cell.strip() for cell in row):
                 continue
-            # csv's line_num counts physical lines: quoted fields may span several
+            if len(row) > len(header) and any(c.strip() for c in row[len(header):]):
+                raise RecordError(f"{path}: line {reader.line_num}: {len(row)} fields, but the header names "
+                                  f"{len(header)} columns")
+            # csv's line_num counts physical lines: quoted fields may span several. A row shorter than
+            # the header lacks its last columns: the readers name the ones they need (_require_cells).
             rows.append((reader.line_num, dict(zip(header, (c.strip() for c in row)))))
     except csv.Error as exc:
         raise RecordError(f"{path}: malformed CSV at line {reader.line_num} ({exc})") from None
@@ -206,6 +214,18 @@ def _require_columns(path, header: Sequence[str], columns: Iterable[str], what: 
     if missing:
         raise RecordError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                           f"(expected {what}; see docs/records.md)")
+
+
+def _require_cells(path, rows, columns: Sequence[str], *, any_of: Sequence[str] = ()) -> None:
+    """Every row holds a value for each of ``columns`` (and for one of ``any_of``): a row shorter than the
+    header does not, and is refused naming the line and the first missing column."""
+    for line, r in rows:
+        missing = [c for c in columns if c not in r]
+        if any_of and not any(c in r for c in any_of):
+            missing.append(" or ".join(any_of))
+        if missing:
+            raise RecordError(f"{path}: line {line}: missing column{'s' if len(missing) > 1 else ''} "
+                              f"{', '.join(missing)} (the row has {len(r)} fields, fewer than the header)")
 
 
 def _number(value: Any, where: str, field: str, *, minimum: float = 0.0, strict: bool = False,
@@ -284,6 +304,9 @@ def _is_entry(d: Any) -> bool:
 
 
 def _metrics_from_json(path: Path, data: Any) -> MetricsFile:
+    if isinstance(data, list) and not data:
+        raise RecordError(f"{path}: holds no single-task metrics (an empty list; expected the paper's "
+                          f"bids2_vectors.json entries, or an entry {{query, memory_mb, operators}})")
     if isinstance(data, list):
         return MetricsFile(path, "bids2_vectors.json", tuple(_bids2_vector(path, i, v) for i, v in enumerate(data)))
     if _is_entry(data):
@@ -331,9 +354,10 @@ def _metrics_from_operator_rates(path: Path, header: Sequence[str], rows) -> Met
     """The paper's operator_rates_from_details.csv: one line per run and operator. The single-task
     runs (every operator but the source at parallelism 1) are BIDS2's input, as in the paper (section
     V: the profiling run at parallelism 1); the other runs are skipped."""
-    _require_columns(path, header, ("query", "row_index", "memory_mb", "operator", "parallelism",
-                                    "true_processing_rate_per_task", "input_ratio_vs_source"),
-                     "the columns of operator_rates_from_details.csv")
+    needed = ("query", "row_index", "memory_mb", "operator", "parallelism", "true_processing_rate_per_task",
+              "input_ratio_vs_source")
+    _require_columns(path, header, needed, "the columns of operator_rates_from_details.csv")
+    _require_cells(path, rows, needed)
     runs: dict[tuple[str, str], list] = {}
     for line, r in rows:
         runs.setdefault((r.get("source_file", ""), r["row_index"]), []).append((line, r))
@@ -415,6 +439,8 @@ def _measurements_from_runs(path: Path, header: Sequence[str], rows) -> Measurem
     if "memory_per_slot_mb" not in header and "memory_mb" not in header:
         raise RecordError(f"{path}: missing column memory_per_slot_mb or memory_mb (TaskManager MB); see "
                           f"docs/records.md")
+    _require_cells(path, rows, ("used_task_slots", "observed_source_rate"),
+                   any_of=[c for c in ("memory_per_slot_mb", "memory_mb") if c in header])
     obs, queries, sizes, per_tm = [], [], set(), set()
     for line, r in rows:
         where = f"{path}: line {line}"
@@ -436,7 +462,11 @@ def _measurements_from_runs(path: Path, header: Sequence[str], rows) -> Measurem
         if r.get("query") and r["query"] not in queries:
             queries.append(r["query"])
         if r.get("n_operators"):
-            sizes.add(_integer(r["n_operators"], where, "n_operators"))
+            n = _integer(r["n_operators"], where, "n_operators")
+            if n > MAX_PLAN_SLOTS:
+                raise RecordError(f"{where}: n_operators must be at most {MAX_PLAN_SLOTS:,} (one slot each, and the "
+                                  f"planner solves budgets of at most {MAX_PLAN_SLOTS:,} slots), got {r['n_operators']!r}")
+            sizes.add(n)
     if not obs:
         raise RecordError(f"{path}: no measurement rows under the header")
     if len(queries) > 1:

@@ -33,6 +33,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """A seed: 0, 1, 2, ... (numpy's generators take no negative seed)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer such as 0 or 42, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer such as 0 or 42, got {text!r}")
+    return value
+
+
 def non_negative_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -50,8 +61,29 @@ def number_list(text: str) -> list[float]:
     return [positive_number(p) for p in parts]
 
 
+def name_list(text: str) -> list[str]:
+    """'q1,q5' -> ['q1', 'q5']; at least one name."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names such as q1,q5, got {text!r}")
+    return names
+
+
 def memory_list(text: str) -> list[int]:
-    return [int(v) for v in number_list(text)]
+    """'2048,4096' -> [2048, 4096]: memory per slot, whole MB."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected comma-separated MB per slot such as 2048,4096")
+    values = []
+    for p in parts:
+        try:
+            value = float(p)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 1 and value == int(value)):
+            raise argparse.ArgumentTypeError(f"expected positive whole MB per slot such as 2048,4096, got {p.strip()!r}")
+        values.append(int(value))
+    return values
 
 
 def parse_configuration(text: str, query) -> Configuration:

@@ -24,14 +24,35 @@ def check_budget(budget: Budget, info) -> None:
         raise UserError(f"--config: uses {budget.slots} slots, the {info.name} testbed offers at most {info.max_slots}")
 
 
+def _max_slots_error(name: str, operators: int, got: int) -> UserError:
+    return UserError(f"--max-slots: must exceed the {operators} operators of {name} (the explorer needs at least "
+                     f"two slot counts, {operators} and more), got {got}")
+
+
+def check_explorer_slots(args, query, info) -> None:
+    """The Resource Explorer measures at least two slot counts between the query's operator count (one
+    slot each) and the testbed's slots: refuse a testbed with no more slots than operators before a
+    campaign directory is created (the explorer's search would otherwise fail midway)."""
+    if info.max_slots > query.size:
+        return
+    if getattr(args, "max_slots", None) is not None:
+        raise _max_slots_error(query.name, query.size, info.max_slots)
+    raise UserError(f"the {info.name} testbed offers {info.max_slots} slots; {query.name} has {query.size} operators "
+                    f"and the explorer needs more slots than operators (at least two slot counts)")
+
+
 def testbed_for(args, max_slots: int | None = None, out: Output | None = None):
     """The testbed a campaign runs on: the local Flink cluster, or the sim (its size from --max-slots)."""
     if args.testbed == "flink":
         if getattr(args, "profile", None):
             raise UserError("--profile: only the simulated testbed takes a profile (--testbed sim)")
-        from ..infra.local import local_testbed
+        try:
+            from ..infra.local import local_testbed
 
-        tb = local_testbed(log=out.status if out else None)
+            tb = local_testbed(log=out.status if out else None)
+        except ModuleNotFoundError as e:
+            raise UserError(f"--testbed flink: the Flink testbed needs PyFlink (the apache-flink package), but "
+                            f"module {e.name or 'pyflink'} is not installed; run make install") from None
         tb.query(args.query)  # checks the query file and its graph before any campaign starts
         return tb, args.query
     if args.testbed != "sim":
@@ -39,10 +60,20 @@ def testbed_for(args, max_slots: int | None = None, out: Output | None = None):
     from ..testbed.sim.profile import load_profile
     from ..testbed.sim.testbed import SimSettings, SimTestbed
 
-    profile = load_profile(args.profile or args.query)
-    if profile.name != args.query:
-        raise UserError(f"--profile: {args.profile} describes query {profile.name}, not --query {args.query}")
-    slots = max_slots or getattr(args, "max_slots", None) or SimSettings.max_slots
+    if args.profile:
+        profile = load_profile(args.profile, option="--profile")
+        if profile.name != args.query:
+            raise UserError(f"--profile: {args.profile} describes query {profile.name}, not --query {args.query}")
+    else:
+        profile = load_profile(args.query, option="--query")
+        if profile.name != args.query:
+            raise UserError(f"--query: {args.query} describes query {profile.name}; give --query {profile.name} "
+                            f"--profile {args.query}")
+    asked = getattr(args, "max_slots", None)
+    if max_slots is None and asked is not None and asked <= len(profile.operators):
+        # only explore and plan take --max-slots: their explorer needs more slots than operators
+        raise _max_slots_error(profile.name, len(profile.operators), asked)
+    slots = max_slots or asked or SimSettings.max_slots
     memories = tuple(sorted(set(SimSettings.memory_profiles) | set(getattr(args, "extra_memory", ()) or ())))
     return SimTestbed(profile, SimSettings(seed=args.seed, max_slots=slots, memory_profiles=memories)), profile.name
 
@@ -181,6 +212,7 @@ def cmd_explore(args, out: Output) -> None:
     from ..report.tables import exploration_table
 
     testbed, name = testbed_for(args, out=out)
+    check_explorer_slots(args, testbed.query(name), testbed.info())
     memories = _memories(args, testbed)
     directory = campaign_dir(args, "explore", name)
     params = {"testbed": args.testbed, "query": name, "profiles": memories, "seed": args.seed, "timing": args.timing,
@@ -210,6 +242,7 @@ def cmd_plan(args, out: Output) -> None:
     from ..report.tables import plan_tables
 
     testbed, name = testbed_for(args, out=out)
+    check_explorer_slots(args, testbed.query(name), testbed.info())
     memories = _memories(args, testbed)
     timing = timing_profile(args.timing)
     directory = campaign_dir(args, "plan", name)
@@ -231,21 +264,38 @@ def cmd_plan(args, out: Output) -> None:
     out.result(data)
 
 
-def cmd_validate(args, out: Output) -> None:
+def _read_plan(path: str):
+    """The plan.json of ``validate --plan``: every failure is one line naming --plan."""
     import json
 
-    from ..ledger import Ledger
     from ..model import Plan
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"--plan: file not found: {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"--plan: {path} is a directory, not a plan file (expected the plan.json streambed plan "
+                        f"writes)") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"--plan: {path} is not UTF-8 text ({e.reason} at byte {e.start}); expected the plan.json "
+                        f"streambed plan writes") from None
+    except OSError as e:
+        raise UserError(f"--plan: cannot read {path} ({e.strerror or e})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"--plan: {path} is not JSON ({e.msg}, line {e.lineno})") from None
+    return Plan.from_dict(data, origin=f"--plan: {path}")
+
+
+def cmd_validate(args, out: Output) -> None:
+    from ..ledger import Ledger
     from ..report.tables import validation_table
     from ..validation import ValidationSettings, validate
 
     if args.plan:
-        try:
-            plan = Plan.from_dict(json.loads(Path(args.plan).read_text()))
-        except FileNotFoundError:
-            raise UserError(f"--plan: file not found: {args.plan}") from None
-        except json.JSONDecodeError as e:
-            raise UserError(f"--plan: {args.plan} is not JSON ({e.msg}, line {e.lineno})") from None
+        plan = _read_plan(args.plan)
         if plan.query != args.query:
             raise UserError(f"--plan: {args.plan} plans {plan.query}, not --query {args.query}")
         try:
@@ -263,7 +313,13 @@ def cmd_validate(args, out: Output) -> None:
     slots_needed = sum(mapping.values()) if mapping else None
     testbed, name = testbed_for(args, max_slots=max(args.production_slots, slots_needed or 0), out=out)
     query = testbed.query(name)
-    configuration = Configuration.of(query, mapping) if mapping else parse_configuration(args.config, query)
+    if mapping:
+        try:
+            configuration = Configuration.of(query, mapping)
+        except UserError as e:
+            raise UserError(f"--plan: {args.plan}: the entry of {args.memory} MB: {e}") from None
+    else:
+        configuration = parse_configuration(args.config, query)
     if args.memory not in testbed.info().memory_profiles:
         raise UserError(f"--memory: the testbed offers {', '.join(map(str, testbed.info().memory_profiles))} MB per "
                         f"slot, got {args.memory}")
@@ -271,6 +327,7 @@ def cmd_validate(args, out: Output) -> None:
     settings = ValidationSettings(multipliers=tuple(args.multipliers), ramp_s=args.ramp, duration_s=args.duration,
                                   window_s=args.window)
     check_window("--window", args.window, testbed.info())
+    check_window("--duration", args.duration, testbed.info())
     directory = campaign_dir(args, "validate", name)
     params = {"testbed": args.testbed, "query": name, "rate": rate, "memory_mb": args.memory, "seed": args.seed,
               "configuration": configuration.as_dict(), "multipliers": list(settings.multipliers),

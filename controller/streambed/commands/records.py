@@ -37,6 +37,8 @@ def _read(option: str, reader: Callable[[str], T], path: str) -> T:
 # -- optimize --from-metrics -----------------------------------------------------------------------------
 
 def _select(records: Sequence[MetricsRecord], path: str, query: str | None, memory: int | None) -> list[MetricsRecord]:
+    if not records:
+        raise UserError(f"--from-metrics: {path} holds no single-task metrics (expected at least one entry)")
     chosen = [r for r in records if (query is None or r.metrics.query == query)
               and (memory is None or r.metrics.memory_mb == memory)]
     if not chosen:
@@ -59,6 +61,9 @@ def solve_records(records: Sequence[MetricsRecord], slots: int | None, path: str
         if budget is None:
             raise UserError(f"--slots: {path} ({r.origin}) gives no slot budget; give --slots N")
         n = len(r.metrics.operators)
+        if not any(rates.input_ratio > 0 for _, rates in r.metrics.operators):
+            raise UserError(f"--from-metrics: {path} ({r.origin}): no operator receives input (every input ratio "
+                            f"is 0), so no source rate is limited; expected at least one positive input ratio")
         if budget < n:
             raise UserError(f"--slots: {r.metrics.query or 'the query'} has {n} operators in {path} ({r.origin}); "
                             f"BIDS2 needs at least one slot each, got {budget}")
@@ -159,6 +164,9 @@ def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int]
     except ValueError as e:  # surrogates: too few or degenerate measurements, non-positive log/sqrt inputs
         raise UserError(f"{where}: {e}") from None
     min_slots = measurements.operators or 1
+    if min_slots > ExplorerSettings.max_plan_slots:
+        raise UserError(f"{where}: the query has {min_slots:,} operators; the planner solves budgets of at most "
+                        f"{ExplorerSettings.max_plan_slots:,} slots (one slot per operator at least)")
     coefficients = {"a": model.a, "b": model.b, "c": model.c}
     entries = []
     for m in sorted(set(profiles)):
@@ -213,16 +221,26 @@ def cmd_export(args, out: Output) -> None:
     except RecordError as e:
         raise UserError(f"--campaign-dir: {e}") from None
     query = str(campaign.params.get("query", ""))
-    directory = Path(args.out) if args.out else Path(args.campaign_dir) / "export"
-    directory.mkdir(parents=True, exist_ok=True)
+    # the default is next to the ledger: <campaign-dir>/export, also when --campaign-dir names the ledger file
+    option, directory = ("--out", Path(args.out)) if args.out else ("--campaign-dir", campaign.path.parent / "export")
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"{option}: {directory} is a file, not a directory; give --out DIRECTORY")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"{option}: cannot create the directory {directory} ({e.strerror or e}); "
+                        f"give --out DIRECTORY") from None
     files = {"measurements": str(directory / "measurements.csv")}
-    write_measurements_csv(files["measurements"], points, query, str(campaign.path))
-    if metrics:
-        files["single_task_metrics"] = str(directory / "single-task-metrics.json")
-        files["operator_rates"] = str(directory / "operator-rates.csv")
-        write_single_task_json(files["single_task_metrics"], metrics)
-        write_operator_rates_csv(files["operator_rates"], metrics, str(campaign.path))
-    else:
+    try:
+        write_measurements_csv(files["measurements"], points, query, str(campaign.path))
+        if metrics:
+            files["single_task_metrics"] = str(directory / "single-task-metrics.json")
+            files["operator_rates"] = str(directory / "operator-rates.csv")
+            write_single_task_json(files["single_task_metrics"], metrics)
+            write_operator_rates_csv(files["operator_rates"], metrics, str(campaign.path))
+    except OSError as e:
+        raise UserError(f"{option}: cannot write {e.filename or directory} ({e.strerror or e})") from None
+    if not metrics:
         out.info(f"the {campaign.kind} campaign's result keeps no single-task metrics: none exported")
     out.table(f"Exported the {campaign.kind} campaign of {query} ({campaign.path})", ("file", "content"),
               [(files["measurements"], f"{len(points)} measurements (the paper's runs/*.csv columns)")]

@@ -35,7 +35,7 @@ def _ground_truth(args):
     from ..testbed.sim.truth import GroundTruth, TruthSettings
 
     settings = TruthSettings(max_slots=getattr(args, "max_slots", None) or TruthSettings().max_slots)
-    return GroundTruth(load_profile(args.profile), settings)
+    return GroundTruth(load_profile(args.profile, option="--profile"), settings)
 
 
 def cmd_sim_truth(args, out: Output) -> None:
@@ -76,7 +76,7 @@ def cmd_sim_calibrate(args, out: Output) -> None:
     from ..testbed.sim.profile import load_profile
 
     for name in args.profiles:  # every name checked before any work starts
-        load_profile(name)
+        load_profile(name, option="--profiles")
     rows = []
     with out.progress("calibrating profiles against the paper", total=len(args.profiles)) as step:
         for name in args.profiles:
@@ -98,7 +98,7 @@ def cmd_sim_run(args, out: Output) -> None:
     from ..testbed.sim.profile import load_profile
     from ..testbed.sim.testbed import SimSettings, SimTestbed
 
-    profile = load_profile(args.profile)
+    profile = load_profile(args.profile, option="--profile")
     query = profile.query()
     if args.config:
         configuration = parse_configuration(args.config, query)
@@ -122,5 +122,5 @@ def cmd_sim_run(args, out: Output) -> None:
               [(o.operator, o.parallelism, o.input_rate, o.busyness, o.busyness_max, o.backpressure) for o in m.operators])
     out.result({"measurement": m.to_dict(), "configuration": configuration.as_dict(),
                 "series": {"time": list(s.time), "achieved": list(s.emitted), "pending": list(s.pending),
-                           "busy": np.asarray(s.busy).round(4).tolist()}})
+                           "busy_ms_per_s": np.asarray(s.busy_ms_per_s).round(1).tolist()}})
 

@@ -294,20 +294,21 @@ class FlinkTestbed:
         """One REST call, retried until it answers; TestbedUnreachable once ``timeout_s`` has passed.
 
         Each attempt gets at most the time left (a server that accepts connections but never answers
-        must not hold the caller past the deadline); ``timeout`` raises the overall limit for calls
-        that are slow by nature (uploading the jar, submitting a SQL job)."""
+        must not hold the caller past the deadline). ``timeout`` gives a longer time to *answer* to
+        calls that are slow by nature (uploading the jar, submitting a SQL job); a server that
+        cannot be reached at all still fails after ``timeout_s``."""
         url = self.settings.rest_url.rstrip("/") + path
-        limit = max(self.settings.timeout_s, timeout or 0.0)
-        deadline = time.monotonic() + limit
+        deadline = time.monotonic() + self.settings.timeout_s
         last: Exception | None = None
         while (left := deadline - time.monotonic()) > 0.1:
             try:
-                return self._session.request(method, url, timeout=min(left, timeout or REST_ATTEMPT_S), **kw)
+                read = max(left, timeout) if timeout else min(left, REST_ATTEMPT_S)
+                return self._session.request(method, url, timeout=(min(left, REST_ATTEMPT_S), read), **kw)
             except requests.RequestException as e:
                 last = e
                 time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-        raise TestbedUnreachable(f"Flink REST API at {self.settings.rest_url} does not answer after {limit:.0f} s "
-                                 f"({type(last).__name__}); is the cluster up?")
+        raise TestbedUnreachable(f"Flink REST API at {self.settings.rest_url} does not answer after "
+                                 f"{self.settings.timeout_s:.0f} s ({type(last).__name__}); is the cluster up?")
 
     def _jar(self) -> str:
         if self._jar_id is None:
@@ -332,8 +333,9 @@ class FlinkTestbed:
             if self._free_slots() >= slots:
                 return
             time.sleep(1.0)
-        raise TestbedUnreachable(f"Flink at {self.settings.rest_url} has fewer than {slots} free slots after "
-                                 f"{self.settings.start_timeout_s:.0f} s (another job running, or a TaskManager lost?)")
+        # Flink answers, so this is a failed start (retried by the estimator), not an unreachable engine.
+        raise JobFailed(f"Flink at {self.settings.rest_url} has fewer than {slots} free slots after "
+                        f"{self.settings.start_timeout_s:.0f} s (another job running, or a TaskManager lost?)")
 
     def _wait_running(self, run: Run) -> None:
         deadline = time.time() + self.settings.start_timeout_s
@@ -345,8 +347,8 @@ class FlinkTestbed:
                 # The SQL was checked before submission (query()): what fails now is the run itself.
                 raise JobFailed(f"{run.id}: the job ended as {job.get('state')} while starting: {self._root_cause(run)}")
             time.sleep(0.5)
-        raise TestbedUnreachable(f"{run.id}: not all tasks are running after {self.settings.start_timeout_s:.0f} s "
-                                 f"(not enough slots?)")
+        raise JobFailed(f"{run.id}: not all tasks are running after {self.settings.start_timeout_s:.0f} s "
+                        f"(not enough slots?)")
 
     def _check_running(self, run: Run) -> None:
         job = self._rest("get", f"/jobs/{run.id}").json()

@@ -16,7 +16,8 @@ Every step of ``dt`` seconds, for all tasks of all operators at once (numpy arra
 
 Records sent in a step land in downstream buffers at the next step (one hop per step).
 Per-task busy / back-pressured time and records in/out are accumulated and sampled every
-``sample_period`` seconds, in the shape of Flink's task metrics.
+``sample_period`` seconds, in the units of Flink's task metrics: busy and back-pressured time in ms per
+second (``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``, 0-1000), records in / out per second.
 """
 
 from __future__ import annotations
@@ -41,15 +42,23 @@ task's own speed), or the step size, not the job, would cap throughput (one hop 
 INFLOW_EMA_S = 1.0
 """Time constant of the offered-inflow average behind that floor."""
 
+MS_PER_S = 1000.0
+"""Busy and back-pressured time are reported as Flink does: milliseconds per second."""
 
 
 @dataclass
 class SampleLog:
-    """Per-sample, per-task metrics (rows = samples, columns = tasks) and per-sample source metrics."""
+    """Per-sample, per-task metrics (rows = samples, columns = tasks) and per-sample source metrics.
+
+    Units as Flink's task metrics: ``busy_ms_per_s`` and ``backpressured_ms_per_s`` in ms per second
+    (0-1000, Flink's busyTimeMsPerSecond and backPressuredTimeMsPerSecond), ``records_in`` /
+    ``records_out`` in records/s (numRecordsInPerSecond, numRecordsOutPerSecond); source metrics
+    ``emitted`` and ``offered`` in events/s, ``pending`` in records, ``saturated`` as the fraction
+    of the sample period the source was at its own limit."""
 
     time: list
-    busy: list
-    backpressured: list
+    busy_ms_per_s: list
+    backpressured_ms_per_s: list
     records_in: list
     records_out: list
     emitted: list
@@ -375,8 +384,8 @@ class Engine:
         period = self.sample_period
         s = self.samples
         s.time.append(self.time)
-        s.busy.append(self._acc_busy / period)
-        s.backpressured.append(self._acc_bp / period)
+        s.busy_ms_per_s.append(self._acc_busy * (MS_PER_S / period))
+        s.backpressured_ms_per_s.append(self._acc_bp * (MS_PER_S / period))
         s.records_in.append(self._acc_in / period)
         s.records_out.append(self._acc_out / period)
         s.emitted.append(self._acc_emitted / period)

@@ -24,6 +24,13 @@ from ...errors import ProfileError
 from ...model import SOURCE, Query
 from .partitioning import FLINK_MAX_MAX_PARALLELISM
 
+MAX_KEY_COUNT = 10_000_000
+"""Largest ``keys.count`` (docs/sim-profiles.md). The simulator draws every key: a probability and a
+31-bit hash per key, arrays of ``count`` entries per keyed operator (partitioning.py), so memory and
+set-up time grow with the count: at this bound, about 0.3 GB at the peak and under a second per keyed
+operator; at 1e11 keys the arrays alone would need terabytes. Keys fall into at most 32768 key groups
+(Flink's largest max parallelism), so ten million keys already fill every key group with hundreds of keys."""
+
 KINDS = ("map", "filter", "window", "aggregate", "join", "sink")
 PARTITIONINGS = ("rebalance", "hash")
 FAMILIES = ("linear", "log", "sqrt")
@@ -308,7 +315,11 @@ def _parse_operator(f: _Fields, defaults: Mapping[str, float]) -> OperatorSpec:
     keys = None
     if (k := f.sub("keys")) is not None:
         k.unknown({"count", "zipf"})
-        keys = KeySpec(count=k.integer("count", minimum=1), zipf=k.number("zipf", 0.0))
+        count = k.integer("count", minimum=1)
+        if count > MAX_KEY_COUNT:
+            raise k.fail("count", f"an integer in [1, {MAX_KEY_COUNT:,}] (the simulator holds a weight and a "
+                                  f"hash per key)", count)
+        keys = KeySpec(count=count, zipf=k.number("zipf", 0.0))
     if any(i.partitioning == "hash" for i in inputs) and keys is None:
         raise ProfileError(f"{f.origin}: {f.path('keys')}: missing (a hash-partitioned input needs a key distribution)")
     if keys is not None and not any(i.partitioning == "hash" for i in inputs):
@@ -532,25 +543,31 @@ def _ref_key(text_ref: str) -> str:
     return f"file:{Path(text_ref).resolve()}" if _is_path(text_ref) else f"shipped:{text_ref}"
 
 
-def load_profile(ref: str | Path) -> SimProfile:
-    """Load a profile by shipped name (``q5``) or by path of a YAML file."""
+def load_profile(ref: str | Path, option: str = "profile") -> SimProfile:
+    """Load a profile by shipped name (``q5``) or by path of a YAML file.
+
+    ``option`` names where the reference came from (``--query``, ``--profile``) in the errors about the
+    reference itself (unknown name, missing file); errors inside a file name the file and the field.
+    """
     text_ref = str(ref)
     path = Path(text_ref)
     if _is_path(text_ref):
+        if path.is_dir():
+            raise ProfileError(f"{option}: {text_ref} is a directory, not a profile YAML file")
         if not path.is_file():
-            raise ProfileError(f"profile: file not found: {text_ref}")
+            raise ProfileError(f"{option}: file not found: {text_ref}")
         origin = path.name
         try:
             raw = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise ProfileError(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         except OSError as e:
-            raise ProfileError(f"profile: cannot read {text_ref}: {e.strerror or e}") from None
+            raise ProfileError(f"{option}: cannot read {text_ref}: {e.strerror or e}") from None
     else:
         names = shipped_profiles()
         if text_ref not in names:
             raise ProfileError(
-                f"profile: unknown profile {text_ref!r} (expected one of {', '.join(names)}, or a YAML file path)"
+                f"{option}: unknown profile {text_ref!r} (expected one of {', '.join(names)}, or a YAML file path)"
             )
         origin = f"{text_ref}.yaml"
         raw = resources.files(__package__).joinpath("profiles", origin).read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ from ...metrics import window
 from ...model import Budget, Configuration, Measurement, Query, TestbedInfo
 from ..base import Run
 from .capacity import AnalyticCapacityModel
-from .engine import Engine
+from .engine import MS_PER_S, Engine
 from .partitioning import keyed_streams
 from .profile import SimProfile
 
@@ -132,8 +132,9 @@ class SimTestbed:
         if idx.start == idx.stop:
             self._advance(run, self.settings.sample_period)
             idx = slice(first, len(s))
-        busy = np.mean(s.busy[idx], axis=0)
-        bp = np.mean(s.backpressured[idx], axis=0)
+        # The engine reports Flink's units (ms per second); a Measurement holds fractions of time.
+        busy = np.mean(s.busy_ms_per_s[idx], axis=0) / MS_PER_S
+        bp = np.mean(s.backpressured_ms_per_s[idx], axis=0) / MS_PER_S
         rin = np.mean(s.records_in[idx], axis=0)
         rout = np.mean(s.records_out[idx], axis=0)
         ops = window.operator_metrics(eng.op_names, eng.parallelism, busy, bp, rin, rout)
