@@ -26,6 +26,17 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
                  f"measurements show no scaling, so no budget reaches a rate above what it measured. On a machine "
                  f"with few cores a CPU-bound query cannot scale; look also for a bottleneck outside the query "
                  f"(the source)")
+    elif any(not e["slots"] for e in entries):
+        from ..explorer import ExplorerSettings
+        from ..surrogates import Surrogate
+
+        model, limit = Surrogate.from_dict(plan["model"]), ExplorerSettings.max_plan_slots
+        e = next(e for e in entries if not e["slots"])
+        out.warn(f"unreachable: the {plan['family']} model grows too slowly with slots to reach "
+                 f"{plan['rate'] * plan['safety']:,.0f} events/s (rate x safety); at {limit:,} slots of "
+                 f"{e['memory_mb']} MB it predicts {model.predict(e['memory_mb'], limit):,.0f}. The testbed's "
+                 f"measurements barely grow with slots: ask for a lower rate, or measure on a testbed where the "
+                 f"query scales")
     spread = max((family_spread(e.get("by_family") or {}) for e in entries), default=1.0)
     if spread > FAMILY_SPREAD_WARNING:
         out.warn(f"the candidate families disagree on this plan "
