@@ -23,25 +23,23 @@ def positive_number(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, lowest: int, expected: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = lowest - 1
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def non_negative_int(text: str) -> int:
     """A seed: 0, 1, 2, ... (numpy's generators take no negative seed)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer such as 0 or 42, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer such as 0 or 42, got {text!r}")
-    return value
+    return _int_at_least(text, 0, "a non-negative integer such as 0 or 42")
 
 
 def non_negative_seconds(text: str) -> float:
