@@ -164,9 +164,6 @@ def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int]
     except ValueError as e:  # surrogates: too few or degenerate measurements, non-positive log/sqrt inputs
         raise UserError(f"{where}: {e}") from None
     min_slots = measurements.operators or 1
-    if min_slots > ExplorerSettings.max_plan_slots:
-        raise UserError(f"{where}: the query has {min_slots:,} operators; the planner solves budgets of at most "
-                        f"{ExplorerSettings.max_plan_slots:,} slots (one slot per operator at least)")
     coefficients = {"a": model.a, "b": model.b, "c": model.c}
     entries = []
     for m in sorted(set(profiles)):
