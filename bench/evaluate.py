@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streambed.campaigns.plan import run_plan
-from streambed.estimator import CapacityEstimator, timing_profile
+from streambed.estimator import CapacityEstimator, Timing
 from streambed.explorer import ExplorerSettings, select_family
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
@@ -87,7 +87,7 @@ def plan_campaign(out: Path, query: str, rate: float, memories, timing: str, see
         shutil.rmtree(out)
     tb = SimTestbed(profile or load_profile(query), SimSettings(seed=seed, max_slots=TESTBED_SLOTS))
     with Ledger.open(out, "plan", {"query": query, "rate": rate}, resume=False) as ledger:
-        return run_plan(tb, ledger, query, rate, memories, timing_profile(timing), ExplorerSettings(seed=seed), out)
+        return run_plan(tb, ledger, query, rate, memories, Timing.named(timing), ExplorerSettings(seed=seed), out)
 
 
 # -- A ------------------------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def section_d(out_dir: Path) -> list[dict]:
         profile = load_profile(q)
         query = profile.query()
         truth = GroundTruth(profile)
-        timing = timing_profile("paper-complex" if q in COMPLEX else "paper-simple")
+        timing = Timing.named("paper-complex" if q in COMPLEX else "paper-simple")
         # The same steady-state measurement with the estimator's success rule (99 % of the target, not
         # 99.8 %): where straggling firings bound a query, the rule alone moves its MST.
         lenient = GroundTruth(profile, TruthSettings(threshold=timing.threshold))

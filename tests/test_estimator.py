@@ -5,15 +5,15 @@ import math
 import pytest
 
 from streambed.errors import JobRestarted, TestbedUnreachable
-from streambed.estimator import (TIMING_PROFILES, CapacityEstimator, EstimationFailed, TimingProfile, converged,
-                                 next_rate, timing_profile)
+from streambed.estimator import (TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
+                                 next_rate)
 from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
 from streambed.testbed.sim.profile import parse_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
-FAST = TimingProfile("test", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=100, ramp_s=10, observe_s=20,
+FAST = Timing("test", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=100, ramp_s=10, observe_s=20,
                      max_iterations=12, warmup_observe_s=10)
 
 
@@ -59,16 +59,16 @@ def test_next_rate_doubles_until_bounded_then_bisects():
     assert not converged(100, 102, 0.01)
 
 
-def test_timing_profiles_match_the_paper():
-    p = TIMING_PROFILES["paper-simple"]
+def test_timings_match_the_paper():
+    p = TIMINGS["paper-simple"]
     assert (p.warmup_s, p.cooldown_s, p.cooldown_rate_per_source, p.ramp_s, p.observe_s) == (120, 15, 200, 60, 30)
     assert p.threshold == 0.99 and p.sensibility == 0.01
     # q5/q8: 450 s warm-up, 7 iterations, a cooldown of 12,800 events/s in all over 32 sources
-    c = TIMING_PROFILES["paper-complex"]
+    c = TIMINGS["paper-complex"]
     assert (c.warmup_s, c.max_iterations, 32 * c.cooldown_rate_per_source) == (450, 7, 12_800)
     assert c.threshold == 0.99 and c.sensibility == 0.01
     with pytest.raises(UserError, match="timing"):
-        timing_profile("slow")
+        Timing.named("slow")
 
 
 def test_estimate_finds_the_capacity_within_the_sensibility(tmp_path):
@@ -92,7 +92,7 @@ def test_warm_up_seeds_the_search_above_steady_capacity(tmp_path):
     """A fresh job accepts more than its MST: the first test fails, and the search comes down."""
     tb = SimTestbed(toy(warmup_speedup=1.5), SimSettings(noise=False))
     with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
-        est = estimate(tb, ledger, TimingProfile("t", 20, 5, 100, 10, 20, 12, warmup_observe_s=10))
+        est = estimate(tb, ledger, Timing("t", 20, 5, 100, 10, 20, 12, warmup_observe_s=10))
     assert est.warmup_rate > 1.1 * 100_000
     assert not est.windows[0].success
     assert est.mst == pytest.approx(100_000 / 0.99, rel=0.03)
@@ -100,7 +100,7 @@ def test_warm_up_seeds_the_search_above_steady_capacity(tmp_path):
 
 def test_the_iteration_cap_stops_the_search(tmp_path):
     tb = SimTestbed(toy(), SimSettings(noise=False))
-    capped = TimingProfile("t", 20, 5, 100, 10, 20, max_iterations=3, warmup_observe_s=10)
+    capped = Timing("t", 20, 5, 100, 10, 20, max_iterations=3, warmup_observe_s=10)
     with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
         est = estimate(tb, ledger, capped)
     assert len(est.windows) == 3

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from streambed.errors import UserError
-from streambed.estimator import TimingProfile, CapacityEstimator
+from streambed.estimator import Timing, CapacityEstimator
 from streambed.explorer import ExplorerSettings, ResourceExplorer, corners, select_family, should_stop
 from streambed.ledger import Ledger
 from streambed.optimizer import ConfigurationOptimizer
@@ -13,7 +13,7 @@ from streambed.surrogates import Features, Observation, inverse_solve
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
-QUICK = TimingProfile("q", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=200, ramp_s=10, observe_s=20,
+QUICK = Timing("q", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=200, ramp_s=10, observe_s=20,
                       max_iterations=10, warmup_observe_s=10)
 
 

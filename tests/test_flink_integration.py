@@ -32,7 +32,7 @@ import requests
 
 from conftest import REPO, port_open
 from streambed.errors import QueryRejected
-from streambed.estimator import CapacityEstimator, TimingProfile
+from streambed.estimator import CapacityEstimator, Timing
 from streambed.infra.ansible import run_playbook
 from streambed.infra.local import local_testbed
 from streambed.ledger import Ledger
@@ -42,7 +42,7 @@ PORTS = {"flink_rest_port": 28081, "flink_jobmanager_rpc_port": 26123, "promethe
          "flink_metrics_port_min": 29250, "flink_metrics_port_max": 29255}
 MEMORY_MB = 512
 # Short windows: a window is cooldown + ramp + observation + the 2.5 s for the last samples.
-TIMING = TimingProfile("integration", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3,
+TIMING = Timing("integration", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3,
                        observe_s=6, max_iterations=7, sensibility=0.04, warmup_observe_s=5, max_cooldown_s=30)
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None or shutil.which("javac") is None,
@@ -61,7 +61,7 @@ def bed(tmp_path_factory):
     overrides = {**PORTS, "streambed_state_dir": str(state)}
     tb = local_testbed(log=lambda m: print(f"[testbed] {m}"), overrides=overrides)
     # One slot for the query's operators, one profile: what a 2-core machine runs without contention.
-    tb.settings = dataclasses.replace(tb.settings, max_slots=2, memory_profiles=(MEMORY_MB,))
+    tb.settings = dataclasses.replace(tb.settings, max_slots=2, memory_per_slot=(MEMORY_MB,))
     tb.state_dir = state
     try:
         yield tb

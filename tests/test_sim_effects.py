@@ -31,7 +31,7 @@ def chain(*, map_rate=100_000, agg=None, sink_rate=1e7, source_max=None):
 
 
 def run(profile, parallelism, rate, *, memory=4096, noise=False, seed=0, warmup=60, window=60, sample=5.0):
-    tb = SimTestbed(profile, SimSettings(max_slots=1000, memory_profiles=(512, 1024, 4096), noise=noise, seed=seed,
+    tb = SimTestbed(profile, SimSettings(max_slots=1000, memory_per_slot=(512, 1024, 4096), noise=noise, seed=seed,
                                          sample_period=sample))
     q = tb.query(profile.name)
     cfg = Configuration.of(q, parallelism)

@@ -37,7 +37,7 @@ class EstimationFailed(TestbedError):
 
 
 @dataclass(frozen=True)
-class TimingProfile:
+class Timing:
     """Durations and rates of one estimation (section IV; values of section VIII)."""
 
     name: str
@@ -62,26 +62,29 @@ class TimingProfile:
     def iteration_s(self) -> float:
         return self.cooldown_s + self.ramp_s + self.observe_s
 
+    @staticmethod
+    def named(name: str) -> "Timing":
+        """One of TIMINGS by name (the --timing option)."""
+        try:
+            return TIMINGS[name]
+        except KeyError:
+            raise UserError(f"timing: unknown estimator timing {name!r} (expected one of {', '.join(TIMINGS)})") from None
 
-TIMING_PROFILES = {
+
+TIMINGS = {
     # The paper's q1, q2 and q11 runs: 120 s warm-up, 15 s cooldown at 200 events/s per source,
     # 60 s local ramp-up, 30 s observation, 8 iterations (section VIII).
-    "paper-simple": TimingProfile("paper-simple", 120, 15, 200, 60, 30, 8),
+    "paper-simple": Timing("paper-simple", 120, 15, 200, 60, 30, 8),
     # The paper's q5 and q8 runs: a 450 s warm-up, 7 iterations and a cooldown of 12,800 events/s in
     # all (400 per source with 32 sources); longer observation for their noisier windows.
-    "paper-complex": TimingProfile("paper-complex", 450, 15, 400, 60, 60, 7),
+    "paper-complex": Timing("paper-complex", 450, 15, 400, 60, 60, 7),
     # For the local Flink testbed (2 cores) and tests: short phases, a coarser sensibility, so that
     # an estimate takes about two minutes of real time.
-    "quick": TimingProfile("quick", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3, observe_s=6,
+    "quick": Timing("quick", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3, observe_s=6,
                            max_iterations=5, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30),
 }
 
 
-def timing_profile(name: str) -> TimingProfile:
-    try:
-        return TIMING_PROFILES[name]
-    except KeyError:
-        raise UserError(f"timing: unknown profile {name!r} (expected one of {', '.join(TIMING_PROFILES)})") from None
 
 
 @dataclass
@@ -151,7 +154,7 @@ def converged(rate: float, nxt: float, sensibility: float) -> bool:
 class CapacityEstimator:
     """Measures MSTs on a testbed; every window goes through the ledger."""
 
-    def __init__(self, testbed: Testbed, ledger: Ledger, timing: TimingProfile,
+    def __init__(self, testbed: Testbed, ledger: Ledger, timing: Timing,
                  log: Callable[[str], None] | None = None):
         self.testbed = testbed
         self.ledger = ledger

@@ -163,9 +163,9 @@ class ResourceExplorer:
         s = self.settings
         query = self.optimizer.query
         memories = sorted(set(int(m) for m in memories))
-        unknown = [m for m in memories if m not in self.info.memory_profiles]
+        unknown = [m for m in memories if m not in self.info.memory_per_slot]
         if unknown:
-            raise UserError(f"profiles: the testbed offers {', '.join(map(str, self.info.memory_profiles))} MB per "
+            raise UserError(f"profiles: the testbed offers {', '.join(map(str, self.info.memory_per_slot))} MB per "
                             f"slot, not {', '.join(map(str, unknown))}")
         lo, hi = query.size, self.info.max_slots
         if hi < lo:

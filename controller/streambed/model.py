@@ -236,7 +236,7 @@ class TestbedInfo:
 
     name: str
     max_slots: int
-    memory_profiles: tuple[int, ...]
+    memory_per_slot: tuple[int, ...]
     """Memory per slot, MB, that the testbed can deploy."""
     sample_period: float = 5.0
     source_parallelism: int = 32

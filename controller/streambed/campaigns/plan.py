@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..estimator import CapacityEstimator, TimingProfile
+from ..estimator import CapacityEstimator, Timing
 from ..explorer import Exploration, ExplorationPoint, ExplorerSettings, ResourceExplorer
 from ..ledger import Ledger
 from ..model import Plan
@@ -41,7 +41,7 @@ def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIP
 
 
 def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, memories: Sequence[int],
-             timing: TimingProfile, settings: ExplorerSettings, out_dir: Path,
+             timing: Timing, settings: ExplorerSettings, out_dir: Path,
              log: Callable[[str], None] | None = None,
              on_point: Callable[[ExplorationPoint], None] | None = None) -> PlanOutcome:
     """``rate`` None: plan for DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""

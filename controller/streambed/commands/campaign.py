@@ -17,8 +17,8 @@ def check_window(option: str, seconds: float, info) -> None:
 
 def check_budget(budget: Budget, info) -> None:
     """Refuse a budget the testbed cannot deploy before a campaign directory is created for it."""
-    if budget.memory_mb not in info.memory_profiles:
-        offered = ", ".join(str(m) for m in info.memory_profiles)
+    if budget.memory_mb not in info.memory_per_slot:
+        offered = ", ".join(str(m) for m in info.memory_per_slot)
         raise UserError(f"--memory: the {info.name} testbed offers {offered} MB per slot, got {budget.memory_mb}")
     if budget.slots > info.max_slots:
         raise UserError(f"--config: uses {budget.slots} slots, the {info.name} testbed offers at most {info.max_slots}")
@@ -74,8 +74,8 @@ def testbed_for(args, max_slots: int | None = None, out: Output | None = None):
         # only explore and plan take --max-slots: their explorer needs more slots than operators
         raise _max_slots_error(profile.name, len(profile.operators), asked)
     slots = max_slots or asked or SimSettings.max_slots
-    memories = tuple(sorted(set(SimSettings.memory_profiles) | set(getattr(args, "extra_memory", ()) or ())))
-    return SimTestbed(profile, SimSettings(seed=args.seed, max_slots=slots, memory_profiles=memories)), profile.name
+    memories = tuple(sorted(set(SimSettings.memory_per_slot) | set(getattr(args, "extra_memory", ()) or ())))
+    return SimTestbed(profile, SimSettings(seed=args.seed, max_slots=slots, memory_per_slot=memories)), profile.name
 
 
 def cmd_measure(args, out: Output) -> None:
@@ -120,16 +120,16 @@ def campaign_dir(args, kind: str, query: str) -> Path:
 
 
 def _estimator(testbed, ledger, args, out: Output):
-    from ..estimator import CapacityEstimator, timing_profile
+    from ..estimator import CapacityEstimator, Timing
 
-    return CapacityEstimator(testbed, ledger, timing_profile(args.timing), log=out.info if args.verbose else out.status)
+    return CapacityEstimator(testbed, ledger, Timing.named(args.timing), log=out.info if args.verbose else out.status)
 
 
 def _check_timing(args) -> None:
     """Refuse an unknown timing profile before a campaign directory exists."""
-    from ..estimator import timing_profile
+    from ..estimator import Timing
 
-    timing_profile(args.timing)
+    Timing.named(args.timing)
 
 
 def cmd_estimate(args, out: Output) -> None:
@@ -195,7 +195,7 @@ def _explorer_settings(args):
 
 def _memories(args, testbed) -> list[int]:
     """The memory profiles to explore, refused before any campaign directory exists if not offered."""
-    offered = testbed.info().memory_profiles
+    offered = testbed.info().memory_per_slot
     memories = sorted(set(args.profiles)) if args.profiles else list(offered)
     unknown = [m for m in memories if m not in offered]
     if unknown:
@@ -205,7 +205,7 @@ def _memories(args, testbed) -> list[int]:
 
 
 def cmd_explore(args, out: Output) -> None:
-    from ..estimator import timing_profile
+    from ..estimator import Timing
     from ..explorer import ResourceExplorer
     from ..ledger import Ledger
     from ..optimizer import ConfigurationOptimizer
@@ -217,7 +217,7 @@ def cmd_explore(args, out: Output) -> None:
     directory = campaign_dir(args, "explore", name)
     params = {"testbed": args.testbed, "query": name, "profiles": memories, "seed": args.seed, "timing": args.timing,
               "max_slots": testbed.info().max_slots, "max_measurements": args.max_measurements}
-    timing_profile(args.timing)
+    Timing.named(args.timing)
     with Ledger.open(directory, "explore", params, resume=args.resume) as ledger:
         est = _estimator(testbed, ledger, args, out)
         explorer = ResourceExplorer(ConfigurationOptimizer(est, testbed.query(name)), testbed.info(),
@@ -237,14 +237,14 @@ def cmd_explore(args, out: Output) -> None:
 
 def cmd_plan(args, out: Output) -> None:
     from ..campaigns.plan import run_plan
-    from ..estimator import timing_profile
+    from ..estimator import Timing
     from ..ledger import Ledger
     from ..report.tables import plan_tables
 
     testbed, name = testbed_for(args, out=out)
     check_explorer_slots(args, testbed.query(name), testbed.info())
     memories = _memories(args, testbed)
-    timing = timing_profile(args.timing)
+    timing = Timing.named(args.timing)
     directory = campaign_dir(args, "plan", name)
     params = {"testbed": args.testbed, "query": name, "rate": args.rate, "profiles": memories, "seed": args.seed,
               "timing": args.timing, "safety": args.safety, "max_slots": testbed.info().max_slots,
@@ -320,8 +320,8 @@ def cmd_validate(args, out: Output) -> None:
             raise UserError(f"--plan: {args.plan}: the entry of {args.memory} MB: {e}") from None
     else:
         configuration = parse_configuration(args.config, query)
-    if args.memory not in testbed.info().memory_profiles:
-        raise UserError(f"--memory: the testbed offers {', '.join(map(str, testbed.info().memory_profiles))} MB per "
+    if args.memory not in testbed.info().memory_per_slot:
+        raise UserError(f"--memory: the testbed offers {', '.join(map(str, testbed.info().memory_per_slot))} MB per "
                         f"slot, got {args.memory}")
     budget = Budget(configuration.slots, args.memory)
     settings = ValidationSettings(multipliers=tuple(args.multipliers), ramp_s=args.ramp, duration_s=args.duration,

@@ -106,7 +106,7 @@ def cmd_sim_run(args, out: Output) -> None:
         from ..testbed.sim.capacity import capacity_model
 
         configuration, _ = capacity_model(profile, args.memory).best_configuration(args.slots or query.size)
-    tb = SimTestbed(profile, SimSettings(max_slots=max(configuration.slots, query.size), memory_profiles=(args.memory,),
+    tb = SimTestbed(profile, SimSettings(max_slots=max(configuration.slots, query.size), memory_per_slot=(args.memory,),
                                          seed=args.seed))
     check_window("--duration", args.duration, tb.info())
     tb.prepare(Budget(configuration.slots, args.memory))

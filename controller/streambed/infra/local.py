@@ -55,7 +55,7 @@ def settings(inventory: Path | None = None, repo: Path = REPO, overrides: dict |
             queries_dir=repo / "flink" / "queries",
             state_dir=Path(v["streambed_state_dir"]),
             max_slots=int(t["max_slots"]),
-            memory_profiles=tuple(int(m) for m in t["memory_profiles"]),
+            memory_per_slot=tuple(int(m) for m in t["memory_per_slot_mb"]),
             source_parallelism=int(t.get("source_parallelism", 1)),
             max_source_rate=float(t.get("max_source_rate", 4e6)),
             sample_period=float(t.get("sample_period_s", 1)),

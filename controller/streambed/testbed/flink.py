@@ -117,7 +117,7 @@ class FlinkSettings:
     state_dir: Path
     max_slots: int = 4
     """Slots for the query's operators (the sources take slots of their own)."""
-    memory_profiles: tuple[int, ...] = (512, 1024)
+    memory_per_slot: tuple[int, ...] = (512, 1024)
     source_parallelism: int = 1
     max_source_rate: float = 4e6
     """What the source tasks can generate at most, events/s (the limiter caps a subtask near 4-5 M)."""
@@ -156,7 +156,7 @@ class FlinkTestbed:
 
     def info(self) -> TestbedInfo:
         s = self.settings
-        return TestbedInfo(name=f"flink@{s.rest_url}", max_slots=s.max_slots, memory_profiles=tuple(s.memory_profiles),
+        return TestbedInfo(name=f"flink@{s.rest_url}", max_slots=s.max_slots, memory_per_slot=tuple(s.memory_per_slot),
                            sample_period=max(5.0, s.sample_period), source_parallelism=s.source_parallelism,
                            max_source_rate=s.max_source_rate,
                            notes=("Apache Flink 2.3 standalone cluster", f"Prometheus {s.prometheus_url}"))
@@ -201,8 +201,8 @@ class FlinkTestbed:
         s = self.settings
         if budget.slots > s.max_slots:
             raise UserError(f"slots: the Flink testbed offers at most {s.max_slots} slots, got {budget.slots}")
-        if budget.memory_mb not in s.memory_profiles:
-            raise UserError(f"memory: the Flink testbed offers {', '.join(map(str, s.memory_profiles))} MB per slot, "
+        if budget.memory_mb not in s.memory_per_slot:
+            raise UserError(f"memory: the Flink testbed offers {', '.join(map(str, s.memory_per_slot))} MB per slot, "
                             f"got {budget.memory_mb}")
         needed = s.max_slots + s.source_parallelism
         if self.deploy is not None:

@@ -30,7 +30,7 @@ DEFAULT_MAX_SLOTS = 48
 @dataclass(frozen=True)
 class SimSettings:
     max_slots: int = DEFAULT_MAX_SLOTS
-    memory_profiles: tuple[int, ...] = DEFAULT_MEMORY_PROFILES
+    memory_per_slot: tuple[int, ...] = DEFAULT_MEMORY_PROFILES
     seed: int = 0
     dt: float = 0.1
     sample_period: float = 5.0
@@ -70,7 +70,7 @@ class SimTestbed:
         return TestbedInfo(
             name=f"sim:{self.profile.name}",
             max_slots=self.settings.max_slots,
-            memory_profiles=tuple(self.settings.memory_profiles),
+            memory_per_slot=tuple(self.settings.memory_per_slot),
             sample_period=self.settings.sample_period,
             source_parallelism=self.settings.source_parallelism,
             max_source_rate=self.profile.source_max_rate or TestbedInfo.max_source_rate,
@@ -85,8 +85,8 @@ class SimTestbed:
     def prepare(self, budget: Budget) -> None:
         if budget.slots > self.settings.max_slots:
             raise UserError(f"slots: the testbed offers at most {self.settings.max_slots} slots, got {budget.slots}")
-        if budget.memory_mb not in self.settings.memory_profiles:
-            offered = ", ".join(str(m) for m in self.settings.memory_profiles)
+        if budget.memory_mb not in self.settings.memory_per_slot:
+            offered = ", ".join(str(m) for m in self.settings.memory_per_slot)
             raise UserError(f"memory: the testbed offers {offered} MB per slot, got {budget.memory_mb}")
         self._budget = budget
 
