@@ -38,10 +38,13 @@ from streambed.estimator import CapacityEstimator, Timing
 from streambed.explorer import ExplorerSettings, select_family
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
-from streambed.optimizer import ConfigurationOptimizer, bids2, ds2
+from streambed.optimizer import ConfigurationOptimizer
+from streambed.policies.bids2 import bids2
+from streambed.policies.ds2 import ds2
 from streambed.paper import QUERIES as NEXMARK_QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
-from streambed.surrogates import Features, Surrogate, fit, inverse_solve, loocv_rmse
+from streambed.model import Features, Surrogate
+from streambed.surrogates import fit, inverse_solve, loocv_rmse
 from streambed.testbed.sim.profile import SimProfile, load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth, TruthSettings

@@ -15,9 +15,11 @@ import statistics
 import sys
 import time
 
-from streambed.optimizer import OperatorRates, SingleTaskMetrics, bids2
+from streambed.model import OperatorRates, SingleTaskMetrics
+from streambed.policies.bids2 import bids2
 from streambed.paper import TABLE_IV_RATE
-from streambed.surrogates import Features, Surrogate, inverse_solve
+from streambed.model import Features, Surrogate
+from streambed.surrogates import inverse_solve
 
 # q8's operators with their single-task metrics at 4 GB, as the sim's estimator measures them
 # (records/s per task, records per source event). The paper counts 8 operators for q8; the sim's

@@ -5,7 +5,7 @@ it), past output capture with capsys.disabled(), as test_surrogates.py prints it
 
 import pytest
 
-from streambed.testbed.sim.calibration import calibrate
+from streambed.campaigns.calibrate import calibrate
 
 PROFILES = ["q1", "q2", "q5", "q8", "q11"]
 

@@ -170,9 +170,9 @@ BAD_INPUT = [
     ("validate-plan-text-parallelism", ["validate", "--query", "q1", "--plan", "plan-text-parallelism.json"],
      ["--plan", "entries[0].configuration", "Calc#1", "'1'"]),
     ("validate-plan-negative-rate", ["validate", "--query", "q1", "--plan", "plan-negative-rate.json"],
-     ["--plan", "rate", "positive number", "-5"]),
+     ["--plan", "rate", "a number > 0", "-5"]),
     ("validate-plan-zero-rate", ["validate", "--query", "q1", "--plan", "plan-zero-rate.json"],
-     ["--plan", "rate", "positive number", "got 0"]),
+     ["--plan", "rate", "a number > 0", "got 0"]),
     # validate --duration: at least one metric sample, as --window
     ("validate-duration-zero", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate", "1e6",
                                 "--duration", "0"], ["--duration", "sample period", "got 0"]),

@@ -9,7 +9,8 @@ from streambed.estimator import Timing, CapacityEstimator
 from streambed.explorer import ExplorerSettings, ResourceExplorer, corners, select_family, should_stop
 from streambed.ledger import Ledger
 from streambed.optimizer import ConfigurationOptimizer
-from streambed.surrogates import Features, Observation, inverse_solve
+from streambed.model import Features, Observation
+from streambed.surrogates import inverse_solve
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
@@ -85,7 +86,8 @@ def test_explorer_refuses_memory_the_testbed_does_not_offer(tmp_path):
 
 def test_plans_by_family_inverse_solves_each_family_on_the_same_measurements():
     from streambed.explorer import plans_by_family
-    from streambed.surrogates import Features, Observation, fit, inverse_solve
+    from streambed.model import Features, Observation
+    from streambed.surrogates import fit, inverse_solve
 
     # exactly linear: the linear family plans the smallest P with 1000 P + 5 M >= 1.1 x rate
     obs = [Observation(m, p, 1000.0 * p + 5.0 * m) for m in (512, 4096) for p in (2, 4, 8, 16, 32, 48)]
@@ -101,7 +103,7 @@ def test_plans_by_family_inverse_solves_each_family_on_the_same_measurements():
 
 
 def test_family_spread():
-    from streambed.explorer import family_spread
+    from streambed.model import family_spread
 
     assert family_spread({"linear": 100, "log": 100, "sqrt": 100}) == 1.0
     assert family_spread({"linear": 100, "log": 400, "sqrt": 200}) == 4.0
@@ -126,7 +128,7 @@ class _NoSingleTask:
 
     def single_task(self, memory_mb):
         self.asked.append(memory_mb)
-        from streambed.optimizer import OperatorRates, SingleTaskMetrics
+        from streambed.model import OperatorRates, SingleTaskMetrics
 
         return SingleTaskMetrics(self.query.name, memory_mb, tuple(
             (n, OperatorRates(1.0, 1.0)) for n in self.query.operators))

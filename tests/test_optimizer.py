@@ -10,7 +10,9 @@ from conftest import PAPER_DATA
 
 from streambed.errors import UserError
 from streambed.model import Measurement, OperatorMetrics, Query
-from streambed.optimizer import (OperatorRates, SingleTaskMetrics, bids2, bids2_rate, ds2, ds2_within)
+from streambed.model import OperatorRates, SingleTaskMetrics
+from streambed.policies.bids2 import bids2, bids2_rate
+from streambed.policies.ds2 import ds2, ds2_within
 from streambed.records import read_single_task_metrics
 
 PAPER = PAPER_DATA

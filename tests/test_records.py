@@ -14,7 +14,7 @@ import pytest
 
 from clitools import error_line, json_result, streambed
 from conftest import PAPER_DATA
-from streambed.optimizer import OperatorRates, SingleTaskMetrics
+from streambed.model import OperatorRates, SingleTaskMetrics
 from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import (RecordError, paper_search_file, read_measurements, read_single_task_metrics,
                                write_measurements_csv, write_operator_rates_csv, write_single_task_json)
@@ -84,7 +84,8 @@ def test_fit_safety_factor_and_family_change_the_plan(tmp_path):
 
 def test_fit_auto_applies_the_explorers_own_selection(tmp_path):
     from streambed.explorer import select_family
-    from streambed.surrogates import FAMILIES, Features, loocv_rmse
+    from streambed.model import FAMILIES, Features
+    from streambed.surrogates import loocv_rmse
 
     path = paper_search_file(PAPER_DATA, "q8")
     d = json_result(streambed("fit", "--measurements", str(path), "--rate", "1.5e7", "--json", cwd=tmp_path))
@@ -123,7 +124,7 @@ def test_export_writes_files_that_fit_and_optimize_read_back_to_the_campaigns_pl
     # both single-task metric files re-solve each planned budget as the campaign's own single-task
     # metrics do; that is the plan's configuration when the plan was configured from the single-task run
     # (its last BIDS2 pass may use the rates of the largest run of D instead: configured_from)
-    from streambed.optimizer import bids2
+    from streambed.policies.bids2 import bids2
 
     recorded = {r.metrics.memory_mb: r.metrics for r in read_single_task_metrics(cwd / "p").records}
     for metrics in (tmp_path / "single-task-metrics.json", tmp_path / "operator-rates.csv"):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 from .errors import TestbedError, TestbedUnreachable, UserError
 from .ledger import Ledger
@@ -149,6 +149,18 @@ def next_rate(rate: float, min_rate: float, max_rate: float) -> float:
 def converged(rate: float, nxt: float, sensibility: float) -> bool:
     """The search stops when the next rate is within ``sensibility`` of the last."""
     return abs(nxt - rate) <= sensibility * rate
+
+
+class Estimator(Protocol):
+    """What the Configuration Optimizer needs from a Capacity Estimator."""
+
+    calls: int
+    """Estimates made (replayed or not): the paper's #CE."""
+    testbed_seconds: float
+    """Testbed time of those estimates."""
+
+    def estimate(self, query: str, budget: Budget, configuration: Configuration, key: str) -> Estimate:
+        """The MST of ``configuration`` on ``budget``; ``key`` names it in the ledger."""
 
 
 class CapacityEstimator:

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .errors import UserError
-from .model import Budget, Measurement, Plan, PlanEntry, TestbedInfo
-from .optimizer import ConfigurationOptimizer, SingleTaskMetrics, bids2
-from .surrogates import FAMILIES, Features, Observation, fit, inverse_solve, loocv_rmse, select_by_split
+from .model import (FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Measurement, Observation, Plan, PlanEntry, Query,
+                    SingleTaskMetrics, Surrogate, TestbedInfo)
+from .optimizer import Optimizer
+from .surrogates import fit, inverse_solve, loocv_rmse, select_by_split
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class ExplorerSettings:
     """Stop when the best LOOCV RMSE grows by more than this fraction between two measurements."""
     seed: int = 0
     safety: float = 1.10
-    max_plan_slots: int = 100_000
+    max_plan_slots: int = MAX_PLAN_SLOTS
     final_metrics: str = "largest"
     """Rates of the plan's last BIDS2 pass: "largest" (the paper: the largest run of D with that
     profile) or "single-task" (the profile's single-task run)."""
@@ -140,6 +141,25 @@ def select_family(observations: Sequence[Observation], features: Features, famil
     return min(families, key=lambda f: loocv[f]), "loocv (split half had one slot count)"
 
 
+def check_search_space(query: Query, info: TestbedInfo, memories: Sequence[int], *, memory_option: str = "memory",
+                       slots_option: str | None = None) -> list[int]:
+    """The explorer's search space (section VI): memories the testbed offers, and at least two slot
+    counts, from the query's operator count (one slot each) to the testbed's slots. Returns the
+    memories, sorted. ``slots_option`` names the option that set the testbed's size, if one did."""
+    memories = sorted(set(int(m) for m in memories))
+    unknown = [m for m in memories if m not in info.memory_per_slot]
+    if unknown:
+        raise UserError(f"{memory_option}: the {info.name} testbed offers {info.offered()} MB per slot, not "
+                        f"{', '.join(map(str, unknown))}")
+    if info.max_slots <= query.size:
+        if slots_option:
+            raise UserError(f"{slots_option}: must exceed the {query.size} operators of {query.name} (the explorer needs "
+                            f"at least two slot counts, {query.size} and more), got {info.max_slots}")
+        raise UserError(f"the {info.name} testbed offers {info.max_slots} slots; {query.name} has {query.size} "
+                        f"operators and the explorer needs more slots than operators (at least two slot counts)")
+    return memories
+
+
 def corners(min_slots: int, max_slots: int, memories: Sequence[int]) -> list[tuple[int, int]]:
     """The bootstrap points (memory, slots): lowest and highest P with lowest and highest M. With a
     single memory profile or a single slot count, midpoints keep at least three distinct points."""
@@ -152,7 +172,7 @@ def corners(min_slots: int, max_slots: int, memories: Sequence[int]) -> list[tup
 
 
 class ResourceExplorer:
-    def __init__(self, optimizer: ConfigurationOptimizer, info: TestbedInfo, settings: ExplorerSettings | None = None,
+    def __init__(self, optimizer: Optimizer, info: TestbedInfo, settings: ExplorerSettings | None = None,
                  log: Callable[[str], None] | None = None):
         self.optimizer = optimizer
         self.info = info
@@ -162,14 +182,8 @@ class ResourceExplorer:
     def explore(self, memories: Sequence[int], on_point: Callable[[ExplorationPoint], None] | None = None) -> Exploration:
         s = self.settings
         query = self.optimizer.query
-        memories = sorted(set(int(m) for m in memories))
-        unknown = [m for m in memories if m not in self.info.memory_per_slot]
-        if unknown:
-            raise UserError(f"profiles: the testbed offers {', '.join(map(str, self.info.memory_per_slot))} MB per "
-                            f"slot, not {', '.join(map(str, unknown))}")
+        memories = check_search_space(query, self.info, memories)
         lo, hi = query.size, self.info.max_slots
-        if hi < lo:
-            raise UserError(f"slots: the testbed has {hi} slots, fewer than {query.name}'s {lo} operators")
         ex = Exploration()
         history: list[float] = []
 
@@ -258,8 +272,6 @@ class ResourceExplorer:
 
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
         """Inverse-solve the chosen model per memory profile, then a last BIDS2 pass for each budget."""
-        from .surrogates import Surrogate
-
         s = self.settings
         query = self.optimizer.query
         obs = ex.observations()
@@ -273,7 +285,7 @@ class ResourceExplorer:
                 entries.append(PlanEntry(m, None, None, None, None, alternatives))
                 continue
             metrics, origin = self.final_metrics(ex, m)
-            sol = bids2(metrics, slots)
+            sol = self.optimizer.policy.configure(metrics, slots)
             entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate,
                                      alternatives, origin))
         return Plan(query=query.name, rate=rate, safety=s.safety, family=model.family, model=model.to_dict(),
@@ -294,17 +306,6 @@ def plans_by_family(obs: Sequence[Observation], features: Features, families: Se
         except ValueError:  # too few measurements, or inputs the family cannot take
             out[f] = None
     return out
-
-
-def family_spread(by_family: dict[str, int | None]) -> float:
-    """Largest over smallest slot count the families plan; infinite when some reach the rate and others
-    do not, 1.0 when they agree (or none reaches it)."""
-    reached = [v for v in by_family.values() if v is not None]
-    if not reached:
-        return 1.0
-    if len(reached) < len(by_family):
-        return math.inf
-    return max(reached) / min(reached)
 
 
 def _cost(rmse: float) -> float:

@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,6 +83,43 @@ def _fsync_dir(d: Path) -> None:
         pass  # some filesystems refuse fsync on directories; nothing more we can do
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    """What a campaign's ledger holds, read without changing it (see :func:`read_campaign`)."""
+
+    path: Path
+    """The ledger file."""
+    kind: str
+    params: dict
+    result: dict | None
+
+
+def read_campaign(path: Path | str) -> CampaignRecord:
+    """A campaign's ledger (``ledger.sqlite``, or the campaign directory holding it), read only: the
+    public read API of the ledger for records and reports.
+
+    Opened read-only rather than with ``Ledger.open(resume=True)``: that would demand the campaign's
+    own parameters and set pragmas, and a record being read must not change. UserError naming the
+    file when it is missing, not a ledger, or damaged.
+    """
+    p = Path(path)
+    db = p / Ledger.FILENAME if p.is_dir() else p
+    if not db.is_file():
+        raise UserError(f"{path}: no campaign ledger ({Ledger.FILENAME}) there")
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise UserError(f"{db}: cannot open the ledger ({exc})") from None
+    try:
+        kind, params = Ledger._read_meta(conn, db)  # one rule for app and schema version, here and on resume
+        row = conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
+    except sqlite3.Error as exc:
+        raise UserError(f"{db}: damaged ledger ({exc})") from None
+    finally:
+        conn.close()
+    return CampaignRecord(db, kind, params, None if row is None else json.loads(row[0]))
 
 
 class Ledger:

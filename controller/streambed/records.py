@@ -31,17 +31,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from . import checks, ledger
 from .errors import UserError
-from .explorer import ExplorerSettings
-from .ledger import Ledger
-from .optimizer import OperatorRates, SingleTaskMetrics
-from .surrogates import Observation
+from .ledger import CampaignRecord
+from .model import MAX_PLAN_SLOTS, Observation, OperatorRates, SingleTaskMetrics, check_slots
 
 PAPER_SLOTS_PER_TASKMANAGER = 16
 """Task slots per TaskManager on the paper's testbed: its ``memory_mb`` columns are per TaskManager."""
@@ -61,9 +58,6 @@ OPERATOR_RATE_COLUMNS = ("query", "phase", "source_file", "row_index", "memory_m
                          "source_rate")
 """Columns ``export`` writes to operator-rates.csv: those of the paper's operator_rates_from_details.csv
 that BIDS2 needs, plus the source rate of the run (StreamBed's own)."""
-
-MAX_PLAN_SLOTS = ExplorerSettings.max_plan_slots
-"""The largest budget the planner solves for: a query of more operators cannot be planned."""
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -110,40 +104,14 @@ class MeasurementFile:
     """Slots per TaskManager when the file says it (the paper's task_slots_per_tm)."""
 
 
-@dataclass(frozen=True)
-class Campaign:
-    """What a campaign's ledger holds, read without changing it."""
-
-    path: Path
-    kind: str
-    params: dict
-    result: dict | None
-
-
 # -- loading any record file -----------------------------------------------------------------------------
 
-def read_campaign(path: Path | str) -> Campaign:
-    """A campaign's ledger (``ledger.sqlite``, or the campaign directory holding it), read only.
-
-    Opened read-only rather than with ``Ledger.open(resume=True)``: that would demand the campaign's
-    own parameters and set pragmas, and a record being read must not change.
-    """
-    p = Path(path)
-    db = p / Ledger.FILENAME if p.is_dir() else p
-    if not db.is_file():
-        raise RecordError(f"{path}: no campaign ledger ({Ledger.FILENAME}) there")
+def read_campaign(path: Path | str) -> CampaignRecord:
+    """A campaign's ledger, read only (ledger.read_campaign); RecordError when it cannot be read."""
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise RecordError(f"{db}: cannot open the ledger ({exc})") from None
-    try:
-        kind, params = Ledger._read_meta(conn, db)  # validates app and schema version: one rule for both
-        row = conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
-    except sqlite3.Error as exc:
-        raise RecordError(f"{db}: damaged ledger ({exc})") from None
-    finally:
-        conn.close()
-    return Campaign(db, kind, params, None if row is None else json.loads(row[0]))
+        return ledger.read_campaign(path)
+    except UserError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def _load(path: Path | str) -> tuple[str, Any]:
@@ -230,24 +198,18 @@ def _require_cells(path, rows, columns: Sequence[str], *, any_of: Sequence[str] 
 
 def _number(value: Any, where: str, field: str, *, minimum: float = 0.0, strict: bool = False,
             unit: str = "") -> float:
-    """A finite number >= minimum (> minimum if ``strict``); RecordError naming the place otherwise."""
-    bound = f"{'greater than' if strict else 'at least'} {minimum:g}" if minimum else (
-        "a positive number" if strict else "a non-negative number")
-    expected = f"{bound}{f' {unit}' if unit else ''}"
+    """A finite number >= minimum (> minimum if ``strict``), text read too (CSV); RecordError naming the place."""
     try:
-        x = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        raise RecordError(f"{where}: {field} must be {expected}, got {value!r}") from None
-    if not math.isfinite(x) or x < minimum or (strict and x == minimum):
-        raise RecordError(f"{where}: {field} must be {expected}, got {value!r}")
-    return x
+        return checks.number(value, minimum=minimum, strict=strict, text=True, unit=unit)
+    except checks.Invalid as e:
+        raise RecordError(f"{where}: {field}: {e}") from None
 
 
 def _integer(value: Any, where: str, field: str, *, minimum: int = 1) -> int:
-    x = _number(value, where, field, minimum=minimum)
-    if x != int(x):
-        raise RecordError(f"{where}: {field} must be an integer, got {value!r}")
-    return int(x)
+    try:
+        return checks.integer(value, minimum=minimum, text=True)
+    except checks.Invalid as e:
+        raise RecordError(f"{where}: {field}: {e}") from None
 
 
 def _true(value: Any) -> bool:
@@ -338,8 +300,7 @@ def _bids2_vector(path: Path, i: int, v: Any) -> MetricsRecord:
     _fields(where, v, ("query", "memory_mb", "slots", "operators"))
     ops = _operators(where, v["operators"])
     slots = _integer(v["slots"], where, "slots")
-    if slots < len(ops):
-        raise RecordError(f"{where}: slots must be at least the number of operators ({len(ops)}), got {slots}")
+    check_slots(slots, len(ops), query=str(v["query"]), field=f"{where}: slots", error=RecordError)
     metrics = SingleTaskMetrics(str(v["query"]),
                                 _slot_memory(_number(v["memory_mb"], where, "memory_mb", strict=True),
                                              PAPER_SLOTS_PER_TASKMANAGER), ops)
@@ -506,7 +467,7 @@ def paper_search_file(data_dir: Path | str, query: str) -> Path:
 
 # -- writers (streambed export) ---------------------------------------------------------------------------
 
-def campaign_points(campaign: Campaign) -> list[dict]:
+def campaign_points(campaign: CampaignRecord) -> list[dict]:
     """The measurements (memory per slot, slots, MST, configuration, ...) of a finished campaign."""
     r = campaign.result
     if r is None:
@@ -524,7 +485,7 @@ def campaign_points(campaign: Campaign) -> list[dict]:
                       f"campaigns (their measurements are MSTs)")
 
 
-def campaign_single_task(campaign: Campaign) -> list[SingleTaskMetrics]:
+def campaign_single_task(campaign: CampaignRecord) -> list[SingleTaskMetrics]:
     """The single-task metrics a campaign measured (none for an explore campaign, whose result does not
     keep them)."""
     r = campaign.result or {}

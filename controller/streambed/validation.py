@@ -17,19 +17,9 @@ from typing import Callable, Sequence
 from .ledger import Ledger
 from .metrics.window import coefficient_of_variation, slope
 from .model import Budget, Configuration, Measurement
+from .model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
+                            UNSTABLE)
 from .testbed.base import Testbed
-
-SUSTAINED = "sustained"
-UNSTABLE = "unstable"
-NOT_SUSTAINED = "not sustained"
-SOURCE_LIMITED = "source-limited"
-
-UNDER = "under-provisioned"
-OVER = "over-provisioned"
-RIGHT = "right"
-INCONCLUSIVE = "inconclusive (source-limited)"
-NO_BASE = "inconclusive (no 100 % run)"
-
 
 @dataclass(frozen=True)
 class ValidationSettings:

@@ -12,7 +12,7 @@ matplotlib.use("Agg")  # files only: these machines have no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..surrogates import Surrogate  # noqa: E402
+from ..model import Surrogate  # noqa: E402
 
 
 def plot_model(path: Path, points: Sequence[dict], model: Surrogate, plan: dict, testbed_slots: int) -> Path:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..validation import SOURCE_LIMITED
+from ..model import MAX_PLAN_SLOTS, Surrogate, family_spread
+from ..model.verdict import SOURCE_LIMITED
 from .console import Output
 
 FAMILY_SPREAD_WARNING = 1.5
@@ -10,8 +11,6 @@ FAMILY_SPREAD_WARNING = 1.5
 
 
 def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> None:
-    from ..explorer import family_spread
-
     entries = plan["entries"]
     families = list(entries[0].get("by_family") or {}) if entries else []
     out.table(f"Plan for {plan['query']} at {plan['rate']:,.0f} events/s (x{plan['safety']:.2f} safety), "
@@ -27,10 +26,7 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
                  f"with few cores a CPU-bound query cannot scale; look also for a bottleneck outside the query "
                  f"(the source)")
     elif any(not e["slots"] for e in entries):
-        from ..explorer import ExplorerSettings
-        from ..surrogates import Surrogate
-
-        model, limit = Surrogate.from_dict(plan["model"]), ExplorerSettings.max_plan_slots
+        model, limit = Surrogate.from_dict(plan["model"]), MAX_PLAN_SLOTS
         e = next(e for e in entries if not e["slots"])
         out.warn(f"unreachable: the {plan['family']} model grows too slowly with slots to reach "
                  f"{plan['rate'] * plan['safety']:,.0f} events/s (rate x safety); at {limit:,} slots of "

@@ -11,7 +11,8 @@ missing, engine unreachable) so that the estimator can discard a window and retr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Callable, Protocol, runtime_checkable
 
 from ..model import Budget, Configuration, Measurement, Query, TestbedInfo
 
@@ -58,3 +59,28 @@ class Testbed(Protocol):
 
     def now(self) -> float:
         """The testbed's clock, seconds (simulated time for the sim)."""
+
+
+@dataclass(frozen=True)
+class TestbedRequest:
+    """What a campaign asks of a testbed factory (campaigns/testbeds.py maps a name to a factory).
+
+    Each factory takes what applies to its engine and refuses, in one line naming the option, what
+    does not (a sim profile on Flink, say)."""
+
+    query: str
+    profile: str | None = None
+    """The simulated testbed's profile (name or YAML path); default: the query's."""
+    seed: int = 0
+    """The campaign's seed: every random draw of the testbed derives from it."""
+    max_slots: int | None = None
+    """Slots the campaign needs the testbed to offer (the sim's size); None: the engine's default.
+    A deployed cluster offers what its inventory says and ignores this."""
+    inventory: Path | None = None
+    """A deployed testbed's inventory (Ansible); None: the provider's default."""
+
+    __test__ = False
+
+
+TestbedFactory = Callable[[TestbedRequest, Callable[[str], None]], Testbed]
+"""A registered engine: (request, log) -> a testbed ready for the campaign."""

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import UserError
-from ...model import SOURCE, Configuration
+from ...model import SOURCE, Configuration, check_slots
 from . import formulas
 from .engine import MIN_BUFFER_STEPS
 from .partitioning import KeyedStream, keyed_streams
@@ -239,8 +238,7 @@ class CapacityModel:
         slots = int(slots)
         query = self.profile.query()
         names = list(query.operators)
-        if slots < len(names):
-            raise UserError(f"slots: the budget must be at least the number of operators ({len(names)}), got {slots}")
+        check_slots(slots, len(names), query=query.name)
         limit = slots - len(names) + 1
         hi = min(self.operator_capacity(n, limit) for n in names)
         lo = 0.0

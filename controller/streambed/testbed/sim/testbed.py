@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import JobRestarted, UserError
 from ...metrics import window
-from ...model import Budget, Configuration, Measurement, Query, TestbedInfo
+from ...model import Budget, Configuration, Measurement, Query, TestbedInfo, check_slots
 from ..base import Run
 from .capacity import AnalyticCapacityModel
 from .engine import MS_PER_S, Engine
@@ -51,10 +51,7 @@ class SimTestbed:
     def __init__(self, profile: SimProfile, settings: SimSettings | None = None):
         self.profile = profile
         self.settings = settings or SimSettings()
-        if self.settings.max_slots < len(profile.operators):
-            raise UserError(
-                f"max slots: the testbed must offer at least {len(profile.operators)} slots for {profile.name}, "
-                f"got {self.settings.max_slots}")
+        check_slots(self.settings.max_slots, len(profile.operators), query=profile.name, field="max slots")
         self._query = profile.query()
         self._streams = keyed_streams(profile)
         self._analytic: dict[int, AnalyticCapacityModel] = {}
@@ -83,11 +80,7 @@ class SimTestbed:
         return self._query
 
     def prepare(self, budget: Budget) -> None:
-        if budget.slots > self.settings.max_slots:
-            raise UserError(f"slots: the testbed offers at most {self.settings.max_slots} slots, got {budget.slots}")
-        if budget.memory_mb not in self.settings.memory_per_slot:
-            offered = ", ".join(str(m) for m in self.settings.memory_per_slot)
-            raise UserError(f"memory: the testbed offers {offered} MB per slot, got {budget.memory_mb}")
+        self.info().check_budget(budget)
         self._budget = budget
 
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:

@@ -1,6 +1,6 @@
 """How well the shipped Nexmark profiles match the StreamBed paper.
 
-Three checks per profile, all measured on the engine (ground truth, :mod:`.truth`):
+Three checks per profile, all measured on the engine (ground truth, :mod:`streambed.testbed.sim.truth`):
 
 * the single-task MST at 4 GB against Table II's minimal rate (within 15 %);
 * the scaling shape over the paper's testbed (best configurations from the number of operators to
@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...surrogates import FAMILIES, Observation, fit
+from ..model import FAMILIES, Observation
+from ..surrogates import fit
 
-from .profile import load_profile
-from .truth import GroundTruth, TruthSettings
+from ..testbed.sim.profile import load_profile
+from ..testbed.sim.truth import GroundTruth, TruthSettings
 
 REFERENCE_MEMORY = 4096
 TESTBED_SLOTS = 48

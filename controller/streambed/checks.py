@@ -1,0 +1,80 @@
+"""Checks of values that come from outside: the command line, record files, plan files, sim profiles.
+
+One rule and one wording per kind of value. Each check returns the value in its type or raises
+:class:`Invalid`, whose message says what was expected and what came; the caller puts where the
+value came from in front (an option, a file and line, a field path) and raises its own error type
+(UserError, RecordError, ProfileError), so every bad input still ends as one line naming its place.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+
+class Invalid(ValueError):
+    """A value failed a check; the message reads 'expected ..., got ...'."""
+
+
+def _bound(minimum: float | None, strict: bool) -> str:
+    if minimum is None:
+        return ""
+    return f" > {minimum:g}" if strict else f" >= {minimum:g}"
+
+
+def number(value: Any, *, minimum: float | None = 0.0, strict: bool = False, text: bool = False,
+           allow_inf: bool = False, unit: str = "") -> float:
+    """A real number (never a bool), finite unless ``allow_inf``, >= ``minimum`` (> if ``strict``;
+    None: no bound). ``text``: text such as '2.5e6' is read as a number too (command lines, CSV)."""
+    what = f"a number{_bound(minimum, strict)}{f' ({unit})' if unit else ''}"
+    got = value
+    if text and isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise Invalid(f"expected {what}, got {got!r:.60}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Invalid(f"expected {what}, got {got!r:.60}")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise Invalid(f"expected a finite number, got one too large for a float ({str(value)[:20]}...)") from None
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise Invalid(f"expected a finite number, got {got!r:.60}")
+    if minimum is not None and (x < minimum or (strict and x <= minimum)):
+        raise Invalid(f"expected {what}, got {got!r:.60}")
+    return x
+
+
+def integer(value: Any, *, minimum: int = 1, text: bool = False, whole_floats: bool = True) -> int:
+    """An integer >= ``minimum`` (never a bool). ``whole_floats``: 4.0 counts as 4 (JSON and CSV write
+    numbers that way); ``text``: '4' (and '4.0' with whole_floats) is read too."""
+    what = f"an integer >= {minimum}"
+    got = value
+    if text and isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            if not whole_floats:
+                raise Invalid(f"expected {what}, got {got!r:.60}") from None
+            value = number(value, minimum=None, text=True) if _is_float_text(value) else None
+    if isinstance(value, bool) or value is None:
+        raise Invalid(f"expected {what}, got {got!r:.60}")
+    if isinstance(value, numbers.Integral):
+        n = int(value)
+    elif whole_floats and isinstance(value, numbers.Real) and math.isfinite(value) and value == int(value):
+        n = int(value)
+    else:
+        raise Invalid(f"expected {what}, got {got!r:.60}")
+    if n < minimum:
+        raise Invalid(f"expected {what}, got {got!r:.60}")
+    return n
+
+
+def _is_float_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,150 @@
+"""A plan: for a target rate, the budget per memory profile and its configuration (section VI, "Model
+usage"), as plan.json holds it."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .. import checks
+from ..errors import UserError
+
+MAX_PLAN_SLOTS = 100_000
+"""The largest budget the planner solves for (the inverse solve's upper bound)."""
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """The plan for one memory profile: budget and configuration (``slots`` None if unreachable)."""
+
+    memory_mb: int
+    slots: int | None
+    predicted_mst: float | None
+    """The surrogate model's capacity at that budget."""
+    configuration: dict[str, int] | None
+    """Per-operator parallelism from a last BIDS2 pass (sums to ``slots``)."""
+    bids2_rate: float | None
+    by_family: dict[str, int | None] = field(default_factory=dict)
+    """The slots each candidate family, fitted on the same measurements, would plan (None: unreachable):
+    how much the plan rests on the family choice."""
+    configured_from: str | None = None
+    """Which run's rates the last BIDS2 pass used (explorer.final_metrics), None if unreachable."""
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """For a target rate: the budget per memory profile and its configuration, with the safety factor."""
+
+    query: str
+    rate: float
+    safety: float
+    family: str
+    model: dict
+    entries: tuple[PlanEntry, ...]
+
+    def entry(self, memory_mb: int) -> PlanEntry:
+        for e in self.entries:
+            if e.memory_mb == memory_mb:
+                return e
+        raise KeyError(memory_mb)
+
+    def to_dict(self) -> dict:
+        return {"query": self.query, "rate": self.rate, "safety": self.safety, "family": self.family,
+                "model": self.model, "entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping, origin: str = "plan") -> "Plan":
+        """A plan as ``to_dict`` (plan.json) writes it, validated: UserError naming ``origin`` and the field."""
+
+        def fail(where: str, expected: str, got) -> UserError:
+            return UserError(f"{origin}: {where}: expected {expected}, got {got!r:.80}")
+
+        def number(where: str, v, *, optional: bool = False, positive: bool = True) -> float | None:
+            if v is None and optional:
+                return None
+            try:
+                return checks.number(v, minimum=0.0, strict=positive)
+            except checks.Invalid as e:
+                raise UserError(f"{origin}: {where}: {e}") from None
+
+        def integer(where: str, v, *, optional: bool = False) -> int | None:
+            if v is None and optional:
+                return None
+            try:
+                return checks.integer(v, minimum=1)
+            except checks.Invalid as e:
+                raise UserError(f"{origin}: {where}: {e}") from None
+
+        if not isinstance(d, Mapping):
+            raise UserError(f"{origin}: not a StreamBed plan (expected a JSON object with query, rate, safety, "
+                            f"family, model and entries), got {type(d).__name__}")
+        missing = [k for k in ("query", "rate", "entries") if k not in d]
+        if missing:
+            raise UserError(f"{origin}: not a StreamBed plan (missing {', '.join(missing)})")
+        if not isinstance(d["query"], str) or not d["query"]:
+            raise fail("query", "a query name", d["query"])
+        rate = number("rate", d["rate"])
+        safety = number("safety", d.get("safety", 1.0))
+        family = d.get("family", "")
+        if not isinstance(family, str):
+            raise fail("family", "a family name", family)
+        model = d.get("model") or {}
+        if not isinstance(model, Mapping):
+            raise fail("model", "an object", model)
+        raw = d["entries"]
+        if not isinstance(raw, list) or not raw:
+            raise fail("entries", "a non-empty list of {memory_mb, slots, configuration}", raw)
+        entries, seen = [], {}
+        for i, e in enumerate(raw):
+            at = f"entries[{i}]"
+            if not isinstance(e, Mapping):
+                raise fail(at, "an object {memory_mb, slots, configuration}", e)
+            if "memory_mb" not in e:
+                raise UserError(f"{origin}: {at}.memory_mb: missing (memory per slot, MB)")
+            memory = integer(f"{at}.memory_mb", e["memory_mb"])
+            if memory in seen:
+                raise UserError(f"{origin}: {at}.memory_mb: {memory} MB is planned twice (also entries[{seen[memory]}])")
+            seen[memory] = i
+            slots = integer(f"{at}.slots", e.get("slots"), optional=True)
+            config = e.get("configuration")
+            if slots is not None:
+                expected = "operator -> positive integer parallelism"
+                if not isinstance(config, Mapping) or not config:
+                    raise fail(f"{at}.configuration", expected, config)
+                for op, p in config.items():
+                    if isinstance(p, bool) or not isinstance(p, numbers.Integral) or p < 1:
+                        raise UserError(f"{origin}: {at}.configuration: expected {expected}, got {op}: {p!r:.40}")
+                config = {str(op): int(p) for op, p in config.items()}
+                if sum(config.values()) != slots:
+                    raise UserError(f"{origin}: {at}.configuration: the parallelism sums to {sum(config.values())}, "
+                                    f"expected slots ({slots})")
+            elif config is not None:
+                raise UserError(f"{origin}: {at}.configuration: expected null, as slots is null (no budget found), "
+                                f"got {config!r:.80}")
+            by_family = e.get("by_family") or {}
+            if not isinstance(by_family, Mapping):
+                raise fail(f"{at}.by_family", "an object family -> slots", by_family)
+            configured_from = e.get("configured_from")
+            if configured_from is not None and not isinstance(configured_from, str):
+                raise fail(f"{at}.configured_from", "text", configured_from)
+            entries.append(PlanEntry(memory, slots, number(f"{at}.predicted_mst", e.get("predicted_mst"), optional=True,
+                                                          positive=False),
+                                     config, number(f"{at}.bids2_rate", e.get("bids2_rate"), optional=True,
+                                                    positive=False), dict(by_family), configured_from))
+        return cls(d["query"], rate, safety, family, dict(model), tuple(entries))
+
+
+def family_spread(by_family: dict[str, int | None]) -> float:
+    """Largest over smallest slot count the families plan; infinite when some reach the rate and others
+    do not, 1.0 when they agree (or none reaches it)."""
+    reached = [v for v in by_family.values() if v is not None]
+    if not reached:
+        return 1.0
+    if len(reached) < len(by_family):
+        return math.inf
+    return max(reached) / min(reached)

@@ -1,0 +1,130 @@
+"""Queries, budgets and configurations (ARCHITECTURE.md, "Domain words").
+
+A *query* is a graph of *operators* (sources excluded, blackhole sinks included); a *budget* is a
+number of task slots and the memory of each slot; a *configuration* maps each operator to its
+parallelism, summing to the budget's slots (the source's parallelism is set apart, as in the paper,
+section III).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import UserError
+
+SOURCE = "source"
+"""Name of the (single) source in every query graph. Sources are outside the slot budget."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query as the planner sees it: operators in topological order and the edges between them.
+
+    ``edges`` are (upstream, downstream) pairs; an upstream may be :data:`SOURCE`. An operator with
+    several inputs (a join) lists several edges.
+    """
+
+    name: str
+    operators: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        known = set(self.operators)
+        if len(known) != len(self.operators):
+            raise UserError(f"query {self.name}: operator names must be unique")
+        seen = {SOURCE}
+        for op in self.operators:
+            ups = self.inputs(op)
+            if not ups:
+                raise UserError(f"query {self.name}: operator {op} has no input")
+            for up in ups:
+                if up not in seen:
+                    raise UserError(
+                        f"query {self.name}: operator {op} reads {up}, which is not an earlier operator"
+                    )
+            seen.add(op)
+        for up, down in self.edges:
+            if down not in known:
+                raise UserError(f"query {self.name}: edge to unknown operator {down}")
+
+    def inputs(self, operator: str) -> tuple[str, ...]:
+        return tuple(up for up, down in self.edges if down == operator)
+
+    def outputs(self, operator: str) -> tuple[str, ...]:
+        return tuple(down for up, down in self.edges if up == operator)
+
+    @property
+    def size(self) -> int:
+        """Number of operators: the smallest slot budget that can run the query."""
+        return len(self.operators)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Task slots and memory per slot (the slot *profile*), paper section VI."""
+
+    slots: int
+    memory_mb: int
+
+    def __post_init__(self) -> None:
+        if self.slots < 1:
+            raise UserError(f"slots: expected a positive integer, got {self.slots}")
+        if self.memory_mb <= 0:
+            raise UserError(f"memory: expected a positive number of MB per slot, got {self.memory_mb}")
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """Operator -> parallelism; the sum is the number of slots used (paper Eq. 4)."""
+
+    parallelism: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, query: Query, mapping: Mapping[str, int]) -> "Configuration":
+        missing = [op for op in query.operators if op not in mapping]
+        extra = [op for op in mapping if op not in query.operators]
+        if missing:
+            raise UserError(f"configuration: no parallelism for operator(s) {', '.join(missing)}")
+        if extra:
+            raise UserError(f"configuration: unknown operator(s) {', '.join(extra)} for query {query.name}")
+        items = []
+        for op in query.operators:
+            p = mapping[op]
+            if isinstance(p, numbers.Integral) and not isinstance(p, bool) and p >= 1:
+                items.append((op, int(p)))
+            else:
+                raise UserError(f"configuration: parallelism of {op} must be an integer >= 1, got {p!r}")
+        return cls(tuple(items))
+
+    @classmethod
+    def single_task(cls, query: Query) -> "Configuration":
+        """Parallelism 1 everywhere: the minimal configuration whose metrics feed BIDS2 (section V)."""
+        return cls(tuple((op, 1) for op in query.operators))
+
+    @property
+    def slots(self) -> int:
+        return sum(p for _, p in self.parallelism)
+
+    def __getitem__(self, operator: str) -> int:
+        for op, p in self.parallelism:
+            if op == operator:
+                return p
+        raise KeyError(operator)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.parallelism)
+
+    def key(self) -> str:
+        """Stable text form, used as part of ledger keys."""
+        return ",".join(f"{op}={p}" for op, p in self.parallelism)
+
+
+def check_slots(slots: int, operators: int, *, query: str = "the query", field: str = "slots",
+                error: type[UserError] = UserError) -> None:
+    """The one rule every budget obeys: each operator gets at least one task slot (paper Eq. 4, pi_i >= 1).
+    ``field`` names what the user gave (an option, a place in a file)."""
+    if slots < operators:
+        raise error(f"{field}: {query} has {operators} operators; a budget needs at least one slot each, "
+                    f"got {slots}")
