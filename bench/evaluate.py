@@ -34,11 +34,11 @@ from rich.console import Console
 from rich.table import Table
 
 from streambed.campaigns.plan import run_plan
-from streambed.estimator import CapacityEstimator, Timing
+from streambed.campaigns.chain import assemble
+from streambed.estimator import Timing
 from streambed.explorer import ExplorerSettings, select_family
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
-from streambed.optimizer import ConfigurationOptimizer
 from streambed.policies.bids2 import bids2
 from streambed.policies.ds2 import ds2
 from streambed.paper import QUERIES as NEXMARK_QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
@@ -419,8 +419,9 @@ def section_d(out_dir: Path) -> list[dict]:
         # the 48-slot testbed.
         tb = SimTestbed(profile, SimSettings(seed=3, max_slots=max(DS2_REFERENCE_SLOTS) + query.size))
         with Ledger.open(d, "compare", {"query": q}, resume=False) as ledger:
-            est = CapacityEstimator(tb, ledger, timing)
-            metrics = ConfigurationOptimizer(est, query).single_task(4096)
+            chain = assemble(tb, ledger, q, timing)
+            est = chain.estimator
+            metrics = chain.optimizer.single_task(4096)
             for reference in DS2_REFERENCE_SLOTS:
                 t0 = time.time()
                 target = DS2_TARGET_SHARE * bids2(metrics, reference).predicted_rate

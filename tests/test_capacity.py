@@ -41,7 +41,7 @@ def test_best_configuration_is_at_least_as_good_as_every_other_configuration():
 
 
 def test_best_configuration_refuses_a_budget_smaller_than_the_query():
-    with pytest.raises(UserError, match="at least the number of operators"):
+    with pytest.raises(UserError, match="3 operators; a budget needs at least one slot each"):
         CapacityModel(small(), 4096).best_configuration(2)
 
 

@@ -106,7 +106,7 @@ BAD_INPUT = [
     ("rate-negative", ["sim", "min-slots", "--profile", "q1", "--rate", "-1", "--memory", "4096"],
      ["--rate", "'-1'", "positive number"]),
     ("slots-below-operators", ["sim", "truth", "--profile", "q5", "--slots", "3", "--memory", "4096"],
-     ["slots", "operators (9)", "got 3"]),
+     ["slots", "9 operators", "got 3"]),
     ("slots-beyond-bound", ["sim", "truth", "--profile", "q1", "--slots", "99999999", "--memory", "4096"],
      ["--slots", "99999999"]),
     ("profile-file-missing", ["sim", "check", "/nonexistent.yaml"], ["/nonexistent.yaml", "not found"]),
@@ -236,11 +236,12 @@ def test_bad_input_with_json_prints_nothing_on_stdout(tmp_path, argv):
 def test_file_system_errors_are_one_line_without_a_traceback(monkeypatch, capsys):
     """The last safety net: an OSError no command turned into a UserError is one line and exit 2."""
     from streambed import cli
+    from streambed.commands import sim
 
     def fails(args, out):
         raise PermissionError(13, "Permission denied", "/somewhere/ledger.sqlite")
 
-    monkeypatch.setattr(cli, "cmd_sim_profiles", fails)
+    monkeypatch.setattr(sim, "cmd_sim_profiles", fails)
     assert cli.main(["sim", "profiles"]) == 2
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if line.strip()] == [
@@ -249,7 +250,7 @@ def test_file_system_errors_are_one_line_without_a_traceback(monkeypatch, capsys
     def decodes(args, out):
         b"\xff".decode("utf-8")
 
-    monkeypatch.setattr(cli, "cmd_sim_profiles", decodes)
+    monkeypatch.setattr(sim, "cmd_sim_profiles", decodes)
     assert cli.main(["sim", "profiles"]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("streambed: error: ") and "UTF-8" in lines[0]
@@ -259,19 +260,19 @@ def test_flink_testbed_without_pyflink_asks_for_make_install(monkeypatch):
     """No Flink runs here: the local testbed module is replaced by one whose set-up misses pyflink."""
     import sys
     import types
-    from argparse import Namespace
 
-    from streambed.commands.campaign import testbed_for
+    from streambed.campaigns import testbeds
     from streambed.errors import UserError
+    from streambed.testbed.base import TestbedRequest
 
-    def local_testbed(log=None):
+    def create_testbed(request, log):
         raise ModuleNotFoundError("No module named 'pyflink'", name="pyflink")
 
     fake = types.ModuleType("streambed.infra.local")
-    fake.local_testbed = local_testbed
+    fake.create_testbed = create_testbed
     monkeypatch.setitem(sys.modules, "streambed.infra.local", fake)
     with pytest.raises(UserError) as info:
-        testbed_for(Namespace(testbed="flink", profile=None, query="q1"))
+        testbeds.create("flink", TestbedRequest("q1"), print)
     msg = str(info.value)
     assert "\n" not in msg
     assert "--testbed flink" in msg and "pyflink" in msg and "make install" in msg

@@ -71,7 +71,7 @@ def test_bids2_is_optimal_against_brute_force(seed):
 
 
 def test_bids2_refuses_a_budget_smaller_than_the_query():
-    with pytest.raises(UserError, match="at least one slot per operator"):
+    with pytest.raises(UserError, match="3 operators; a budget needs at least one slot each"):
         bids2(metrics(("a", 1.0, 1.0), ("b", 1.0, 1.0), ("c", 1.0, 1.0)), 2)
 
 

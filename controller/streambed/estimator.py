@@ -87,6 +87,9 @@ TIMINGS = {
 
 
 
+DEFAULT_TIMING = "paper-simple"
+
+
 @dataclass
 class Window:
     """One test of the dichotomous search."""

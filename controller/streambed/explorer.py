@@ -122,7 +122,9 @@ def should_stop(rmse_history: Sequence[float], corners: int, settings: ExplorerS
     if n - corners >= settings.min_after_corners:
         prev, last = rmse_history[-2], rmse_history[-1]
         if math.isfinite(prev) and last > (1.0 + settings.rmse_growth) * prev:
-            return f"RMSE grew by {100 * (last / prev - 1):.0f} % (> {100 * settings.rmse_growth:.0f} %)"
+            # an exact fit (RMSE 0, say on a fake testbed) grows by an unbounded fraction: say so, do not divide
+            growth = f"{100 * (last / prev - 1):.0f} %" if prev > 0 else f"from 0 to {last:.3g}"
+            return f"RMSE grew by {growth} (> {100 * settings.rmse_growth:.0f} %)"
     return None
 
 

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import checks, ledger
 from .errors import UserError
 from .ledger import CampaignRecord
-from .model import MAX_PLAN_SLOTS, Observation, OperatorRates, SingleTaskMetrics, check_slots
+from .model import MAX_PLAN_SLOTS, Observation, OperatorRates, Plan, SingleTaskMetrics, check_slots
 
 PAPER_SLOTS_PER_TASKMANAGER = 16
 """Task slots per TaskManager on the paper's testbed: its ``memory_mb`` columns are per TaskManager."""
@@ -535,3 +535,27 @@ def write_operator_rates_csv(path: Path | str, metrics: Sequence[SingleTaskMetri
                             "true_processing_rate_per_task": repr(float(r.true_rate)),
                             "input_ratio_vs_source": repr(float(r.input_ratio)),
                             "source_rate": repr(float(m.source_rate))})
+
+
+# -- plans (plan.json) --------------------------------------------------------------------------------
+
+def read_plan(path: Path | str, option: str = "--plan") -> Plan:
+    """The plan.json a plan campaign writes, validated (Plan.from_dict): every failure is one line
+    naming ``option`` and the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{option}: file not found: {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"{option}: {path} is a directory, not a plan file (expected the plan.json streambed plan "
+                        f"writes)") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{option}: {path} is not UTF-8 text ({e.reason} at byte {e.start}); expected the plan.json "
+                        f"streambed plan writes") from None
+    except OSError as e:
+        raise UserError(f"{option}: cannot read {path} ({e.strerror or e})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{option}: {path} is not JSON ({e.msg}, line {e.lineno})") from None
+    return Plan.from_dict(data, origin=f"{option}: {path}")

@@ -8,19 +8,13 @@ recorded windows and measures only the missing ones (after a fresh warm-up, sinc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..ledger import Ledger
 from ..model import Budget, Configuration, Measurement
 from ..testbed.base import Run, Testbed
-
-
-@dataclass(frozen=True)
-class WindowTiming:
-    warmup_s: float = 120.0
-    ramp_s: float = 30.0
-    observe_s: float = 30.0
+from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
+from .settings import MeasureSettings, WindowTiming
 
 
 def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration,
@@ -55,3 +49,40 @@ def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, 
             testbed.stop(run)
             ledger.record("run-stopped", {"run": run.id})
     return results
+
+
+class MeasureCampaign:
+    kind = "measure"
+
+    def __init__(self, settings: MeasureSettings, *, status: Log = ignore, log: Log = ignore):
+        self.settings = settings
+        self.testbed = testbed_of(settings.campaign, status)
+        self.query = self.testbed.query(settings.campaign.query)
+        self.configuration = configuration_of(self.query, settings.configuration)
+        self.budget = Budget(self.configuration.slots, settings.memory_mb)
+        info = self.testbed.info()
+        info.check_budget(self.budget, memory_option="--memory", slots_option="--config")
+        info.check_window(settings.timing.observe_s, "--window")
+        self.directory = settings.campaign.directory_for(self.kind)
+        self.title = f"measuring {self.query.name} ({self.configuration.key()}, {settings.memory_mb} MB)"
+        self.total = len(settings.rates)
+
+    def params(self) -> dict:
+        c, s, t = self.settings.campaign, self.settings, self.settings.timing
+        return {"testbed": c.testbed.name, "query": self.query.name, "memory_mb": s.memory_mb,
+                "configuration": self.configuration.as_dict(), "rates": list(s.rates), "seed": c.seed,
+                "timing": [t.warmup_s, t.ramp_s, t.observe_s]}
+
+    def run(self, advance: Advance = ignore) -> list[tuple[Measurement, bool]]:
+        """Each window's measurement and whether it came from the ledger."""
+        s, windows = self.settings, []
+
+        def report(i: int, m: Measurement, replayed: bool) -> None:
+            windows.append((m, replayed))
+            advance(f"window {i + 1}/{len(s.rates)} at {m.target_rate:,.0f} events/s")
+
+        with open_ledger(s.campaign, self.kind, self.params()) as ledger:
+            results = measure_rates(self.testbed, ledger, self.query.name, self.budget, self.configuration, s.rates,
+                                    s.timing, report)
+            ledger.set_result({"measurements": [m.to_dict() for m in results]})
+        return windows

@@ -9,12 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..estimator import CapacityEstimator, Timing
-from ..explorer import Exploration, ExplorationPoint, ExplorerSettings, ResourceExplorer
+from ..estimator import Timing
+from ..explorer import Exploration, ExplorationPoint, ExplorerSettings
 from ..ledger import Ledger
-from ..model import Plan
-from ..optimizer import ConfigurationOptimizer, SingleTaskMetrics
+from ..model import Plan, SingleTaskMetrics, Surrogate
+from ..policies import DEFAULT_POLICY
+from ..report import plots
 from ..testbed.base import Testbed
+from .base import Advance, Log, ignore, ledger_counts, open_ledger
+from .chain import assemble, silent
+from .explore import ExploreCampaign, point_line
+from .settings import PlanSettings
 
 
 @dataclass
@@ -41,16 +46,13 @@ def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIP
 
 
 def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, memories: Sequence[int],
-             timing: Timing, settings: ExplorerSettings, out_dir: Path,
-             log: Callable[[str], None] | None = None,
+             timing: Timing, settings: ExplorerSettings, out_dir: Path, *, policy: str = DEFAULT_POLICY,
+             log: Callable[[str], None] = silent,
              on_point: Callable[[ExplorationPoint], None] | None = None) -> PlanOutcome:
-    """``rate`` None: plan for DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
-    from ..report import plots
-    from ..surrogates import Surrogate
-
-    estimator = CapacityEstimator(testbed, ledger, timing, log)
-    optimizer = ConfigurationOptimizer(estimator, testbed.query(query))
-    explorer = ResourceExplorer(optimizer, testbed.info(), settings, log)
+    """The plan on a testbed already built (the evaluation builds its own). ``rate`` None: plan for
+    DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
+    chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log)
+    estimator, optimizer, explorer = chain.estimator, chain.optimizer, chain.explorer
     exploration = explorer.explore(memories, on_point)
     plan = explorer.plan(exploration, rate if rate is not None else default_rate(exploration), memories)
     # Counted after the plan: its last BIDS2 pass may need the single-task run of a profile D never
@@ -75,3 +77,28 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
     outcome = PlanOutcome(plan, exploration, single, files)
     ledger.set_result(outcome.to_dict())
     return outcome
+
+
+class PlanCampaign(ExploreCampaign):
+    """Exploration, then the plan for the requested rate, its JSON files and plots."""
+
+    kind = "plan"
+
+    def __init__(self, settings: PlanSettings, *, status: Log = ignore, log: Log = ignore):
+        super().__init__(settings, status=status, log=log)
+        self.settings: PlanSettings = settings
+        rate = f"{settings.rate:,.0f} events/s" if settings.rate else "10x the testbed's largest MST (no --rate given)"
+        self.title = f"planning {self.query.name} for {rate}"
+
+    def params(self) -> dict:
+        return {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
+
+    def run(self, advance: Advance = ignore) -> dict:
+        s = self.settings
+        with open_ledger(s.campaign, self.kind, self.params()) as ledger:
+            outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, s.explorer(),
+                               self.directory, policy=s.policy, log=self.log,
+                               on_point=lambda p: advance(point_line(p)))
+            data = outcome.to_dict()
+            data["ledger"] = ledger_counts(ledger)
+        return data

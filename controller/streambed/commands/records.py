@@ -1,85 +1,42 @@
-"""Planning from recorded measurements, no testbed: ``optimize --from-metrics``, ``fit``, ``export``.
-
-The files are read and written by records.py; the algorithms are the planner's own (optimizer.bids2,
-surrogates, explorer.select_family), so a re-plan from a campaign's record gives what the campaign
-itself gave.
-"""
+"""Planning from recorded measurements, no testbed: ``optimize --from-metrics``, ``fit``, ``export``
+(docs/records.md). The work is campaigns/replan.py's; these parse and display."""
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
-from typing import Callable, Sequence, TypeVar
-
+from ..campaigns.replan import MEMORY_FEATURES, TRAINING
+from ..campaigns.settings import ExportSettings, FitSettings, MetricsSettings
 from ..errors import UserError
-from ..records import (MeasurementFile, MetricsRecord, RecordError, campaign_points, campaign_single_task,
-                       read_campaign, read_measurements, read_single_task_metrics, write_measurements_csv,
-                       write_operator_rates_csv, write_single_task_json)
 from ..report.console import Output
+from .args import memory_list, positive_number
+from .common import output_options
 
-T = TypeVar("T")
+def register(sub) -> None:
+    sp = sub.add_parser("fit", help="the explorer's model from recorded measurements, inverse-solved for a rate "
+                                    "(no testbed)")
+    sp.add_argument("--measurements", required=True, metavar="FILE",
+                    help="a campaign's ledger or exploration.json, or the paper's runs/search_*.csv (docs/records.md)")
+    sp.add_argument("--rate", required=True, type=positive_number, help="target events/s, e.g. 2.5e6")
+    sp.add_argument("--memory", "--profiles", dest="memory", type=memory_list,
+                    help="memory per slot to plan, MB (default: the measured ones; --profiles is the former name)")
+    sp.add_argument("--family", choices=("auto", "linear", "log", "sqrt"), default=FitSettings.family,
+                    help="surrogate family; auto: the explorer's own selection rule")
+    sp.add_argument("--safety", type=positive_number, default=FitSettings.safety,
+                    help="over-provisioning factor (paper: 1.10)")
+    sp.add_argument("--training", choices=TRAINING, default=FitSettings.training,
+                    help="all measurements (the explorer), or paper-prefix: the paper's best first-k rows, k=5..20")
+    sp.add_argument("--memory-feature", choices=tuple(MEMORY_FEATURES), default=FitSettings.memory_feature,
+                    help="how memory enters the model: TaskManager MB, 16 slots each (the paper's), or MB per slot")
+    sp.add_argument("--log", choices=("log1p", "log"), default=FitSettings.log,
+                    help="the log family's transform: log1p (the paper's) or log")
+    output_options(sp)
+    sp.set_defaults(func=cmd_fit)
 
-TRAINING = ("all", "paper-prefix")
-"""Which measurements train the model: all of them (the explorer's rule), or the paper artifact's
-prefix procedure (surrogates.paper_prefix_fit), which produced the paper's Tables III and IV."""
-
-MEMORY_FEATURES = {"taskmanager-mb": "taskmanager_mb", "slot-mb": "slot_mb"}
-"""--memory-feature values -> surrogates.Features.memory."""
-
-
-def _read(option: str, reader: Callable[[str], T], path: str) -> T:
-    try:
-        return reader(path)
-    except RecordError as e:
-        raise UserError(f"{option}: {e}") from None
-
-
-# -- optimize --from-metrics -----------------------------------------------------------------------------
-
-def _select(records: Sequence[MetricsRecord], path: str, query: str | None, memory: int | None) -> list[MetricsRecord]:
-    if not records:
-        raise UserError(f"--from-metrics: {path} holds no single-task metrics (expected at least one entry)")
-    chosen = [r for r in records if (query is None or r.metrics.query == query)
-              and (memory is None or r.metrics.memory_mb == memory)]
-    if not chosen:
-        held = sorted({f"{r.metrics.query or '(unnamed query)'} at {r.metrics.memory_mb} MB" for r in records})
-        asked = " at ".join(x for x in (query, f"{memory} MB" if memory else None) if x)
-        raise UserError(f"--from-metrics: {path} has no single-task metrics of {asked} "
-                        f"(it has {', '.join(held[:8])}{', ...' if len(held) > 8 else ''})")
-    return chosen
-
-
-def solve_records(records: Sequence[MetricsRecord], slots: int | None, path: str,
-                  on_solve: Callable[[dict], None] | None = None) -> list[dict]:
-    """BIDS2 (section V, Eq. 1-4) on each record: at ``slots``, or at the budget the record carries.
-    Every budget is checked before the first solve, so bad input costs no solver time."""
-    from ..optimizer import bids2
-
-    budgets = []
-    for r in records:
-        budget = slots if slots is not None else r.slots
-        if budget is None:
-            raise UserError(f"--slots: {path} ({r.origin}) gives no slot budget; give --slots N")
-        n = len(r.metrics.operators)
-        if not any(rates.input_ratio > 0 for _, rates in r.metrics.operators):
-            raise UserError(f"--from-metrics: {path} ({r.origin}): no operator receives input (every input ratio "
-                            f"is 0), so no source rate is limited; expected at least one positive input ratio")
-        if budget < n:
-            raise UserError(f"--slots: {r.metrics.query or 'the query'} has {n} operators in {path} ({r.origin}); "
-                            f"BIDS2 needs at least one slot each, got {budget}")
-        budgets.append(budget)
-    solves = []
-    for r, budget in zip(records, budgets):
-        sol = bids2(r.metrics, budget)
-        s = {"query": r.metrics.query, "memory_mb": r.metrics.memory_mb, "slots": budget, "origin": r.origin,
-             "predicted_rate": sol.predicted_rate, "parallelism": sol.parallelism}
-        if r.recorded_objective is not None and budget == r.slots:
-            s["recorded_objective"] = r.recorded_objective
-            s["recorded_parallelism"] = r.recorded_parallelism
-        solves.append(s)
-        if on_solve:
-            on_solve(s)
-    return solves
+    sp = sub.add_parser("export", help="write a campaign's measurements and single-task metrics as files "
+                                       "fit and optimize --from-metrics read")
+    sp.add_argument("--campaign-dir", required=True, help="a plan, explore or optimize campaign")
+    sp.add_argument("--out", help="directory for the files (default: <campaign-dir>/export)")
+    output_options(sp)
+    sp.set_defaults(func=cmd_export)
 
 
 def cmd_optimize_from_metrics(args, out: Output) -> None:
@@ -88,12 +45,14 @@ def cmd_optimize_from_metrics(args, out: Output) -> None:
     if given:
         raise UserError(f"--from-metrics: plans from the file alone, without a testbed; {', '.join(given)} "
                         f"do{'es' if len(given) == 1 else ''} not apply")
+    from ..campaigns.replan import read_metrics, solve_records
+
     path = args.from_metrics
-    f = _read("--from-metrics", read_single_task_metrics, path)
-    records = _select(f.records, path, args.query, args.memory)
+    settings = MetricsSettings(path, query=args.query, slots=args.slots, memory_mb=args.memory)
+    f, records = read_metrics(settings)
     with out.progress(f"BIDS2 on {len(records)} single-task metric set{'s' if len(records) > 1 else ''} from {path}",
                       total=len(records)) as step:
-        solves = solve_records(records, args.slots, path, lambda s: step.advance())
+        solves = solve_records(records, settings.slots, path, lambda s: step.advance())
     if len(solves) == 1:
         s, m = solves[0], records[0].metrics
         out.table(f"BIDS2 from {path} ({f.format}, {s['origin']}): {s['query']} at {s['memory_mb']} MB, "
@@ -116,80 +75,12 @@ def cmd_optimize_from_metrics(args, out: Output) -> None:
     out.result({"metrics_file": path, "format": f.format, "solves": solves})
 
 
-# -- fit --------------------------------------------------------------------------------------------------
-
-def _finite(x: float) -> float | None:
-    """JSON has no infinity: a LOOCV that cannot be computed is null."""
-    return x if math.isfinite(x) else None
-
-
-def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int], family: str, *,
-             safety: float = 1.10, training: str = "all", features=None) -> dict:
-    """The Resource Explorer's model selection and model usage (section VI) on recorded measurements.
-
-    ``family`` "auto" applies the explorer's own rule (explorer.select_family on all measurements: the
-    half-P split, or the lowest LOOCV RMSE when that split cannot judge); the chosen family is fitted
-    on every measurement (``training="all"``, as the explorer does) or on the paper's best prefix
-    (``"paper-prefix"``). Each memory profile then gets the smallest slot count whose prediction
-    reaches ``safety`` x ``rate``.
-    """
-    from ..explorer import ExplorerSettings, plans_by_family, select_family
-    from ..surrogates import FAMILIES, Features, fit, inverse_solve, loocv_rmse, paper_prefix_fit
-
-    features = features or Features()
-    obs = list(measurements.observations)
-    where = f"--measurements: {measurements.path}"
-    try:
-        if training == "paper-prefix":
-            if family == "auto":
-                raise UserError("--family: the paper's prefix procedure fits a family chosen by hand (Table III); "
-                                "give --family linear, log or sqrt, or --training all")
-            model, k, _ = paper_prefix_fit(family, obs, features)
-            train, selection = obs[:k], "given"
-        elif training == "all":
-            train = obs
-            loocv = {f: loocv_rmse(f, obs, features) for f in FAMILIES}
-            if family == "auto":
-                if not any(math.isfinite(v) for v in loocv.values()):
-                    raise UserError(f"{where}: {len(obs)} measurements are too few to choose a family by "
-                                    f"cross-validation; give --family linear, log or sqrt, or more measurements")
-                family, selection = select_family(obs, features, FAMILIES, loocv)
-            else:
-                selection = "given"
-            model = fit(family, obs, features)
-        else:
-            raise UserError(f"--training: expected {' or '.join(TRAINING)}, got {training!r}")
-        scores = {f: _finite(loocv_rmse(f, train, features)) for f in FAMILIES}
-        artifact = _finite(loocv_rmse(family, train, features, aggregate="fold_mean"))
-    except ValueError as e:  # surrogates: too few or degenerate measurements, non-positive log/sqrt inputs
-        raise UserError(f"{where}: {e}") from None
-    min_slots = measurements.operators or 1
-    coefficients = {"a": model.a, "b": model.b, "c": model.c}
-    entries = []
-    for m in sorted(set(profiles)):
-        slots = inverse_solve(model, m, rate, safety=safety, min_slots=min_slots,
-                              max_slots=ExplorerSettings.max_plan_slots)
-        entries.append({"memory_mb": m, "slots": slots,
-                        "predicted_mst": None if slots is None else float(model.predict(m, slots)),
-                        "family": family, "coefficients": coefficients, "loocv_rmse": scores[family],
-                        "by_family": plans_by_family(train, features, FAMILIES, m, rate, safety=safety,
-                                                     min_slots=min_slots, max_slots=ExplorerSettings.max_plan_slots)})
-    return {"query": measurements.query, "measurements": str(measurements.path), "format": measurements.format,
-            "observations": len(obs), "training": training, "training_rows": len(train),
-            "rate": rate, "safety": safety, "family": family, "selection": selection,
-            "model": model.to_dict(), "loocv_rmse": scores[family], "loocv_rmse_by_family": scores,
-            "loocv_mean_abs_error": artifact, "entries": entries}
-
-
 def cmd_fit(args, out: Output) -> None:
-    from ..surrogates import Features
+    from ..campaigns.replan import fit_measurements
 
-    mf = _read("--measurements", read_measurements, args.measurements)
-    features = Features(memory=MEMORY_FEATURES[args.memory_feature], log=args.log,
-                        slots_per_taskmanager=mf.slots_per_taskmanager or Features().slots_per_taskmanager)
-    profiles = args.profiles or sorted({int(round(o.memory_mb)) for o in mf.observations})
-    data = fit_plan(mf, args.rate, profiles, args.family, safety=args.safety, training=args.training,
-                    features=features)
+    data = fit_measurements(FitSettings(args.measurements, args.rate, memories=args.memory or (), family=args.family,
+                                        safety=args.safety, training=args.training,
+                                        memory_feature=args.memory_feature, log=args.log))
     m = data["model"]
     scores = data["loocv_rmse_by_family"]
     out.table(f"Model of {data['query'] or 'the query'} from {data['training_rows']} of {data['observations']} "
@@ -208,40 +99,15 @@ def cmd_fit(args, out: Output) -> None:
     out.result(data)
 
 
-# -- export -----------------------------------------------------------------------------------------------
-
 def cmd_export(args, out: Output) -> None:
-    campaign = _read("--campaign-dir", read_campaign, args.campaign_dir)
-    try:
-        points = campaign_points(campaign)
-        metrics = campaign_single_task(campaign)
-    except RecordError as e:
-        raise UserError(f"--campaign-dir: {e}") from None
-    query = str(campaign.params.get("query", ""))
-    # the default is next to the ledger: <campaign-dir>/export, also when --campaign-dir names the ledger file
-    option, directory = ("--out", Path(args.out)) if args.out else ("--campaign-dir", campaign.path.parent / "export")
-    if directory.exists() and not directory.is_dir():
-        raise UserError(f"{option}: {directory} is a file, not a directory; give --out DIRECTORY")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"{option}: cannot create the directory {directory} ({e.strerror or e}); "
-                        f"give --out DIRECTORY") from None
-    files = {"measurements": str(directory / "measurements.csv")}
-    try:
-        write_measurements_csv(files["measurements"], points, query, str(campaign.path))
-        if metrics:
-            files["single_task_metrics"] = str(directory / "single-task-metrics.json")
-            files["operator_rates"] = str(directory / "operator-rates.csv")
-            write_single_task_json(files["single_task_metrics"], metrics)
-            write_operator_rates_csv(files["operator_rates"], metrics, str(campaign.path))
-    except OSError as e:
-        raise UserError(f"{option}: cannot write {e.filename or directory} ({e.strerror or e})") from None
-    if not metrics:
-        out.info(f"the {campaign.kind} campaign's result keeps no single-task metrics: none exported")
-    out.table(f"Exported the {campaign.kind} campaign of {query} ({campaign.path})", ("file", "content"),
-              [(files["measurements"], f"{len(points)} measurements (the paper's runs/*.csv columns)")]
-              + [(files[k], f"single-task metrics of {', '.join(str(m.memory_mb) for m in metrics)} MB")
+    from ..campaigns.replan import export
+
+    data = export(ExportSettings(args.campaign_dir, args.out))
+    files, memories = data["files"], data["single_task_metrics"]
+    if not memories:
+        out.info(f"the {data['kind']} campaign's result keeps no single-task metrics: none exported")
+    out.table(f"Exported the {data['kind']} campaign of {data['query']} ({data['ledger']})", ("file", "content"),
+              [(files["measurements"], f"{data['measurements']} measurements (the paper's runs/*.csv columns)")]
+              + [(files[k], f"single-task metrics of {', '.join(str(m) for m in memories)} MB")
                  for k in ("single_task_metrics", "operator_rates") if k in files])
-    out.result({"campaign_dir": args.campaign_dir, "kind": campaign.kind, "query": query, "measurements": len(points),
-                "single_task_metrics": [m.memory_mb for m in metrics], "files": files})
+    out.result(data)

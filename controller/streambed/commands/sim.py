@@ -5,8 +5,58 @@ from __future__ import annotations
 from ..errors import UserError
 from ..model import Budget
 from ..report.console import Output
-from .args import parse_configuration
-from .campaign import check_window
+from .args import Parser, name_list, non_negative_int, non_negative_seconds, operator_pairs, positive_int, positive_number
+from .common import output_options
+
+CALIBRATED = ["q1", "q2", "q5", "q8", "q11"]
+"""The Nexmark profiles `sim calibrate` compares with the paper by default."""
+
+
+def register(sub) -> None:
+    sim = sub.add_parser("sim", help="the simulated testbed: profiles, ground truth, calibration")
+    simsub = sim.add_subparsers(dest="sim_command", required=True, parser_class=Parser)
+
+    sp = simsub.add_parser("profiles", help="list the shipped simulation profiles")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_profiles)
+
+    sp = simsub.add_parser("check", help="validate a profile YAML file")
+    sp.add_argument("file")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_check)
+
+    sp = simsub.add_parser("truth", help="true MST of the best configuration of a budget")
+    sp.add_argument("--profile", required=True, help="shipped profile name (q1, q5, ...) or YAML path")
+    sp.add_argument("--slots", required=True, type=positive_int)
+    sp.add_argument("--memory", required=True, type=positive_int, help="MB per slot")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_truth)
+
+    sp = simsub.add_parser("min-slots", help="smallest slot count that sustains a rate")
+    sp.add_argument("--profile", required=True)
+    sp.add_argument("--rate", required=True, type=positive_number, help="events/s, e.g. 2.5e6")
+    sp.add_argument("--memory", required=True, type=positive_int, help="MB per slot")
+    sp.add_argument("--max-slots", type=positive_int, default=None, help="search bound (default 100000)")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_min_slots)
+
+    sp = simsub.add_parser("calibrate", help="compare the Nexmark profiles with the paper (Table II, shapes, memory)")
+    sp.add_argument("--profiles", type=name_list, default=CALIBRATED, help="comma-separated profile names or YAML paths")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_calibrate)
+
+    sp = simsub.add_parser("run", help="run one configuration at one rate and show its series")
+    sp.add_argument("--profile", required=True)
+    sp.add_argument("--memory", type=positive_int, default=4096, help="MB per slot")
+    sp.add_argument("--rate", required=True, type=positive_number)
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--config", type=operator_pairs,
+                   help="operator=parallelism pairs; default: the sim's best configuration of --slots")
+    g.add_argument("--slots", type=positive_int)
+    sp.add_argument("--duration", type=non_negative_seconds, default=300.0, help="seconds")
+    sp.add_argument("--seed", type=non_negative_int, default=0)
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_run)
 
 def cmd_sim_profiles(args, out: Output) -> None:
     from ..testbed.sim.profile import load_profile, shipped_profiles
@@ -72,7 +122,7 @@ def cmd_sim_min_slots(args, out: Output) -> None:
 
 
 def cmd_sim_calibrate(args, out: Output) -> None:
-    from ..testbed.sim.calibration import calibrate
+    from ..campaigns.calibrate import calibrate
     from ..testbed.sim.profile import load_profile
 
     for name in args.profiles:  # every name checked before any work starts
@@ -95,32 +145,20 @@ def cmd_sim_calibrate(args, out: Output) -> None:
 def cmd_sim_run(args, out: Output) -> None:
     import numpy as np
 
+    from ..campaigns.base import configuration_of
     from ..testbed.sim.profile import load_profile
-    from ..testbed.sim.testbed import SimSettings, SimTestbed
+    from ..testbed.sim.testbed import run_once
 
     profile = load_profile(args.profile, option="--profile")
-    query = profile.query()
-    if args.config:
-        configuration = parse_configuration(args.config, query)
-    else:
-        from ..testbed.sim.capacity import capacity_model
-
-        configuration, _ = capacity_model(profile, args.memory).best_configuration(args.slots or query.size)
-    tb = SimTestbed(profile, SimSettings(max_slots=max(configuration.slots, query.size), memory_per_slot=(args.memory,),
-                                         seed=args.seed))
-    check_window("--duration", args.duration, tb.info())
-    tb.prepare(Budget(configuration.slots, args.memory))
-    run = tb.start(profile.name, configuration, args.rate)
-    m = tb.observe(run, args.duration)
-    eng = tb.engine(run)
-    s = eng.samples
-    rows = [(f"{t:.0f}", r, p) for t, r, p in zip(s.time, s.emitted, s.pending)]
+    configuration = configuration_of(profile.query(), args.config) if args.config else None
+    configuration, m, s = run_once(profile, args.memory, args.rate, args.duration, seed=args.seed,
+                                   configuration=configuration, slots=args.slots)
     out.table(f"{profile.name} at {args.rate:,.0f} events/s, {configuration.key()} x {args.memory} MB",
-              ("time, s", "achieved, events/s", "pending records"), rows)
+              ("time, s", "achieved, events/s", "pending records"),
+              [(f"{t:.0f}", r, p) for t, r, p in zip(s.time, s.emitted, s.pending)])
     out.table("Operators over the run", ("operator", "parallelism", "input, records/s", "busy (mean)",
                                          "busy (max task)", "back-pressured"),
               [(o.operator, o.parallelism, o.input_rate, o.busyness, o.busyness_max, o.backpressure) for o in m.operators])
     out.result({"measurement": m.to_dict(), "configuration": configuration.as_dict(),
                 "series": {"time": list(s.time), "achieved": list(s.emitted), "pending": list(s.pending),
                            "busy_ms_per_s": np.asarray(s.busy_ms_per_s).round(1).tolist()}})
-

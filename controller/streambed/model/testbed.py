@@ -39,3 +39,9 @@ class TestbedInfo:
         if budget.slots > self.max_slots:
             raise UserError(f"{slots_option}: uses {budget.slots} slots, the {self.name} testbed offers at most "
                             f"{self.max_slots}")
+
+    def check_window(self, seconds: float, option: str = "window") -> None:
+        """An observation window holds at least one metric sample."""
+        if seconds < self.sample_period:
+            raise UserError(f"{option}: expected at least the testbed's metric sample period "
+                            f"({self.sample_period:g} s), got {seconds:g}")

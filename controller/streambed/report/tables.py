@@ -106,3 +106,15 @@ def validation_table(out: Output, report: dict) -> None:
     if capped:
         source_warning(out, f"the source could not emit the target of the {', '.join(capped)} run"
                             f"{'s' if len(capped) > 1 else ''}, which therefore says nothing about the plan")
+
+
+def optimize_tables(out: Output, query: str, data: dict) -> None:
+    """The optimize campaign: the policy's input (single-task metrics) and its configuration with the MST."""
+    memory, slots = data["memory_mb"], data["slots"]
+    out.table(f"Single-task metrics of {query} at {memory} MB (the policy's input)",
+              ("operator", "true rate per task, records/s", "input ratio"),
+              [(o["name"], o["true_rate_per_task"], o["input_ratio"]) for o in data["single_task_metrics"]["operators"]])
+    out.table(f"{slots} slots -> predicted {data['predicted_rate']:,.0f}, measured MST {data['mst']:,.0f} events/s",
+              ("operator", "parallelism"), list(data["configuration"].items()))
+    if data["estimate"].get("source_limited"):
+        source_warning(out, f"the testbed's source capped the estimate: {data['mst']:,.0f} events/s is a lower bound")

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ...errors import JobRestarted, UserError
 from ...metrics import window
 from ...model import Budget, Configuration, Measurement, Query, TestbedInfo, check_slots
-from ..base import Run
+from ..base import Run, TestbedRequest
 from .capacity import AnalyticCapacityModel
 from .engine import MS_PER_S, Engine
 from .partitioning import keyed_streams
-from .profile import SimProfile
+from .profile import SimProfile, load_profile
 
-DEFAULT_MEMORY_PROFILES = (512, 1024, 2048, 4096)
+DEFAULT_MEMORY_PER_SLOT = (512, 1024, 2048, 4096)
 """The paper's testbed: 0.5 to 4 GB per slot (section VIII)."""
 DEFAULT_MAX_SLOTS = 48
 """The paper's testbed: 3 servers, 48 task slots."""
@@ -30,7 +31,7 @@ DEFAULT_MAX_SLOTS = 48
 @dataclass(frozen=True)
 class SimSettings:
     max_slots: int = DEFAULT_MAX_SLOTS
-    memory_per_slot: tuple[int, ...] = DEFAULT_MEMORY_PROFILES
+    memory_per_slot: tuple[int, ...] = DEFAULT_MEMORY_PER_SLOT
     seed: int = 0
     dt: float = 0.1
     sample_period: float = 5.0
@@ -191,3 +192,37 @@ class SimTestbed:
             rng = np.random.default_rng(seed)
             scale *= float(np.exp(law.noise * rng.standard_normal() - 0.5 * law.noise ** 2))
         return scale
+
+
+def create(request: TestbedRequest, log: Callable[[str], None] | None = None) -> SimTestbed:
+    """The simulated testbed of a campaign (the registry's "sim"): the profile of ``request.query`` (or
+    ``request.profile``, which must describe that query), ``request.max_slots`` slots (default
+    DEFAULT_MAX_SLOTS), seeded with the campaign's seed."""
+    option, ref = ("--profile", request.profile) if request.profile else ("--query", request.query)
+    profile = load_profile(ref, option=option)
+    if profile.name != request.query:
+        if request.profile:
+            raise UserError(f"--profile: {request.profile} describes query {profile.name}, not --query {request.query}")
+        raise UserError(f"--query: {request.query} describes query {profile.name}; give --query {profile.name} "
+                        f"--profile {request.query}")
+    slots = request.max_slots or SimSettings.max_slots
+    check_slots(slots, len(profile.operators), query=profile.name, field="--max-slots")
+    return SimTestbed(profile, SimSettings(seed=request.seed, max_slots=slots))
+
+
+def run_once(profile: SimProfile, memory_mb: int, rate: float, seconds: float, *, seed: int = 0,
+             configuration: Configuration | None = None, slots: int | None = None):
+    """One configuration (default: the capacity model's best of ``slots``, or the single task) run at
+    ``rate`` for ``seconds``: (configuration, the window's measurement, the engine's samples)."""
+    from .capacity import capacity_model
+
+    query = profile.query()
+    if configuration is None:
+        configuration, _ = capacity_model(profile, memory_mb).best_configuration(slots or query.size)
+    tb = SimTestbed(profile, SimSettings(max_slots=max(configuration.slots, query.size), memory_per_slot=(memory_mb,),
+                                         seed=seed))
+    tb.info().check_window(seconds, "--duration")
+    tb.prepare(Budget(configuration.slots, memory_mb))
+    run = tb.start(profile.name, configuration, rate)
+    measurement = tb.observe(run, seconds)
+    return configuration, measurement, tb.engine(run).samples

@@ -1,0 +1,199 @@
+"""Planning from recorded measurements, no testbed (docs/records.md): BIDS2 on recorded single-task
+metrics (``optimize --from-metrics``), the explorer's model fitted on recorded measurements (``fit``),
+and a campaign's records written as files those read (``export``).
+
+The files are read and written by records.py; the algorithms are the planner's own (policies,
+surrogates, explorer.select_family), so a re-plan from a campaign's record gives what the campaign
+itself gave.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Sequence, TypeVar
+
+from ..errors import UserError
+from ..explorer import plans_by_family, select_family
+from ..model import FAMILIES, MAX_PLAN_SLOTS, Features, check_slots
+from ..policies.bids2 import bids2
+from ..records import (MeasurementFile, MetricsFile, MetricsRecord, RecordError, campaign_points,
+                       campaign_single_task, read_campaign, read_measurements, read_single_task_metrics,
+                       write_measurements_csv, write_operator_rates_csv, write_single_task_json)
+from .settings import ExportSettings, FitSettings, MetricsSettings
+from ..surrogates import fit, inverse_solve, loocv_rmse, paper_prefix_fit
+
+T = TypeVar("T")
+
+TRAINING = ("all", "paper-prefix")
+"""Which measurements train the model: all of them (the explorer's rule), or the paper artifact's
+prefix procedure (surrogates.paper_prefix_fit), which produced the paper's Tables III and IV."""
+
+MEMORY_FEATURES = {"taskmanager-mb": "taskmanager_mb", "slot-mb": "slot_mb"}
+"""--memory-feature values -> surrogates.Features.memory."""
+
+
+def _read(option: str, reader: Callable[[str], T], path: str) -> T:
+    try:
+        return reader(path)
+    except RecordError as e:
+        raise UserError(f"{option}: {e}") from None
+
+
+# -- optimize --from-metrics -----------------------------------------------------------------------------
+
+def _select(records: Sequence[MetricsRecord], path: str, query: str | None, memory: int | None) -> list[MetricsRecord]:
+    if not records:
+        raise UserError(f"--from-metrics: {path} holds no single-task metrics (expected at least one entry)")
+    chosen = [r for r in records if (query is None or r.metrics.query == query)
+              and (memory is None or r.metrics.memory_mb == memory)]
+    if not chosen:
+        held = sorted({f"{r.metrics.query or '(unnamed query)'} at {r.metrics.memory_mb} MB" for r in records})
+        asked = " at ".join(x for x in (query, f"{memory} MB" if memory else None) if x)
+        raise UserError(f"--from-metrics: {path} has no single-task metrics of {asked} "
+                        f"(it has {', '.join(held[:8])}{', ...' if len(held) > 8 else ''})")
+    return chosen
+
+
+def solve_records(records: Sequence[MetricsRecord], slots: int | None, path: str,
+                  on_solve: Callable[[dict], None] | None = None) -> list[dict]:
+    """BIDS2 (section V, Eq. 1-4) on each record: at ``slots``, or at the budget the record carries.
+    Every budget is checked before the first solve, so bad input costs no solver time."""
+    budgets = []
+    for r in records:
+        budget = slots if slots is not None else r.slots
+        if budget is None:
+            raise UserError(f"--slots: {path} ({r.origin}) gives no slot budget; give --slots N")
+        n = len(r.metrics.operators)
+        if not any(rates.input_ratio > 0 for _, rates in r.metrics.operators):
+            raise UserError(f"--from-metrics: {path} ({r.origin}): no operator receives input (every input ratio "
+                            f"is 0), so no source rate is limited; expected at least one positive input ratio")
+        check_slots(budget, n, query=f"{r.metrics.query or 'the query'} (in {path}, {r.origin})", field="--slots")
+        budgets.append(budget)
+    solves = []
+    for r, budget in zip(records, budgets):
+        sol = bids2(r.metrics, budget)
+        s = {"query": r.metrics.query, "memory_mb": r.metrics.memory_mb, "slots": budget, "origin": r.origin,
+             "predicted_rate": sol.predicted_rate, "parallelism": sol.parallelism}
+        if r.recorded_objective is not None and budget == r.slots:
+            s["recorded_objective"] = r.recorded_objective
+            s["recorded_parallelism"] = r.recorded_parallelism
+        solves.append(s)
+        if on_solve:
+            on_solve(s)
+    return solves
+
+
+# -- fit --------------------------------------------------------------------------------------------------
+
+def _finite(x: float) -> float | None:
+    """JSON has no infinity: a LOOCV that cannot be computed is null."""
+    return x if math.isfinite(x) else None
+
+
+def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int], family: str, *,
+             safety: float = 1.10, training: str = "all", features=None) -> dict:
+    """The Resource Explorer's model selection and model usage (section VI) on recorded measurements.
+
+    ``family`` "auto" applies the explorer's own rule (explorer.select_family on all measurements: the
+    half-P split, or the lowest LOOCV RMSE when that split cannot judge); the chosen family is fitted
+    on every measurement (``training="all"``, as the explorer does) or on the paper's best prefix
+    (``"paper-prefix"``). Each memory profile then gets the smallest slot count whose prediction
+    reaches ``safety`` x ``rate``.
+    """
+    features = features or Features()
+    obs = list(measurements.observations)
+    where = f"--measurements: {measurements.path}"
+    try:
+        if training == "paper-prefix":
+            if family == "auto":
+                raise UserError("--family: the paper's prefix procedure fits a family chosen by hand (Table III); "
+                                "give --family linear, log or sqrt, or --training all")
+            model, k, _ = paper_prefix_fit(family, obs, features)
+            train, selection = obs[:k], "given"
+        elif training == "all":
+            train = obs
+            loocv = {f: loocv_rmse(f, obs, features) for f in FAMILIES}
+            if family == "auto":
+                if not any(math.isfinite(v) for v in loocv.values()):
+                    raise UserError(f"{where}: {len(obs)} measurements are too few to choose a family by "
+                                    f"cross-validation; give --family linear, log or sqrt, or more measurements")
+                family, selection = select_family(obs, features, FAMILIES, loocv)
+            else:
+                selection = "given"
+            model = fit(family, obs, features)
+        else:
+            raise UserError(f"--training: expected {' or '.join(TRAINING)}, got {training!r}")
+        scores = {f: _finite(loocv_rmse(f, train, features)) for f in FAMILIES}
+        artifact = _finite(loocv_rmse(family, train, features, aggregate="fold_mean"))
+    except ValueError as e:  # surrogates: too few or degenerate measurements, non-positive log/sqrt inputs
+        raise UserError(f"{where}: {e}") from None
+    min_slots = measurements.operators or 1
+    coefficients = {"a": model.a, "b": model.b, "c": model.c}
+    entries = []
+    for m in sorted(set(profiles)):
+        slots = inverse_solve(model, m, rate, safety=safety, min_slots=min_slots,
+                              max_slots=MAX_PLAN_SLOTS)
+        entries.append({"memory_mb": m, "slots": slots,
+                        "predicted_mst": None if slots is None else float(model.predict(m, slots)),
+                        "family": family, "coefficients": coefficients, "loocv_rmse": scores[family],
+                        "by_family": plans_by_family(train, features, FAMILIES, m, rate, safety=safety,
+                                                     min_slots=min_slots, max_slots=MAX_PLAN_SLOTS)})
+    return {"query": measurements.query, "measurements": str(measurements.path), "format": measurements.format,
+            "observations": len(obs), "training": training, "training_rows": len(train),
+            "rate": rate, "safety": safety, "family": family, "selection": selection,
+            "model": model.to_dict(), "loocv_rmse": scores[family], "loocv_rmse_by_family": scores,
+            "loocv_mean_abs_error": artifact, "entries": entries}
+
+
+
+
+def fit_measurements(settings: FitSettings) -> dict:
+    """``fit``: the recorded measurements of ``settings.measurements``, modelled and inverse-solved."""
+    mf = _read("--measurements", read_measurements, settings.measurements)
+    features = Features(memory=MEMORY_FEATURES[settings.memory_feature], log=settings.log,
+                        slots_per_taskmanager=mf.slots_per_taskmanager or Features().slots_per_taskmanager)
+    memories = settings.memories or sorted({int(round(o.memory_mb)) for o in mf.observations})
+    return fit_plan(mf, settings.rate, memories, settings.family, safety=settings.safety, training=settings.training,
+                    features=features)
+
+
+def read_metrics(settings: MetricsSettings) -> tuple[MetricsFile, list[MetricsRecord]]:
+    """The single-task metrics of ``settings.path`` that match its query and memory filters."""
+    f = _read("--from-metrics", read_single_task_metrics, settings.path)
+    return f, _select(f.records, settings.path, settings.query, settings.memory_mb)
+
+
+def export(settings: ExportSettings) -> dict:
+    """``export``: a finished campaign's measurements and single-task metrics as the files fit and
+    optimize --from-metrics read (docs/records.md)."""
+    campaign = _read("--campaign-dir", read_campaign, settings.campaign_dir)
+    try:
+        points = campaign_points(campaign)
+        metrics = campaign_single_task(campaign)
+    except RecordError as e:
+        raise UserError(f"--campaign-dir: {e}") from None
+    query = str(campaign.params.get("query", ""))
+    # the default is next to the ledger: <campaign-dir>/export, also when --campaign-dir names the ledger file
+    option, directory = (("--out", Path(settings.out)) if settings.out
+                         else ("--campaign-dir", campaign.path.parent / "export"))
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"{option}: {directory} is a file, not a directory; give --out DIRECTORY")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"{option}: cannot create the directory {directory} ({e.strerror or e}); "
+                        f"give --out DIRECTORY") from None
+    files = {"measurements": str(directory / "measurements.csv")}
+    try:
+        write_measurements_csv(files["measurements"], points, query, str(campaign.path))
+        if metrics:
+            files["single_task_metrics"] = str(directory / "single-task-metrics.json")
+            files["operator_rates"] = str(directory / "operator-rates.csv")
+            write_single_task_json(files["single_task_metrics"], metrics)
+            write_operator_rates_csv(files["operator_rates"], metrics, str(campaign.path))
+    except OSError as e:
+        raise UserError(f"{option}: cannot write {e.filename or directory} ({e.strerror or e})") from None
+    return {"campaign_dir": str(settings.campaign_dir), "kind": campaign.kind, "query": query,
+            "ledger": str(campaign.path), "measurements": len(points),
+            "single_task_metrics": [m.memory_mb for m in metrics], "files": files}

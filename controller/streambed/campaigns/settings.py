@@ -1,0 +1,181 @@
+"""Typed settings of every campaign, with their defaults written once, here.
+
+The command line builds these (commands/), `--help` shows the defaults from here, and the
+campaigns (this package) read nothing else: no argparse namespace travels below the commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ..estimator import DEFAULT_TIMING
+from ..explorer import ExplorerSettings
+from ..policies import DEFAULT_POLICY
+from ..testbed.base import TestbedRequest
+from ..validation import ValidationSettings
+
+DEFAULT_MEMORY_MB = 4096
+"""Memory per slot when a campaign on one budget is not given one: the paper's largest profile."""
+
+PRODUCTION_SLOTS = 100_000
+"""Slots of the simulated production cluster a plan is validated on."""
+
+
+@dataclass(frozen=True)
+class TestbedSpec:
+    """Which testbed a campaign runs on (a name of campaigns.testbeds.TESTBEDS) and how it is built."""
+
+    name: str = "sim"
+    profile: str | None = None
+    """sim: the profile (name or YAML path); default: the query's."""
+    max_slots: int | None = None
+    """sim: slots of the testbed (default: SimSettings.max_slots)."""
+    inventory: Path | None = None
+    """flink: the Ansible inventory of the deployed testbed (default: the provider's)."""
+
+    __test__ = False
+
+
+@dataclass(frozen=True)
+class CampaignSettings:
+    """What every campaign has: its query, testbed, seed and directory."""
+
+    query: str
+    testbed: TestbedSpec = TestbedSpec()
+    seed: int = 0
+    """Every random draw of the campaign (testbed noise, the explorer's BO) derives from it."""
+    directory: Path | None = None
+    """Where the ledger and results live; default campaigns/<kind>-<query>."""
+    resume: bool = False
+
+    def directory_for(self, kind: str) -> Path:
+        return Path(self.directory) if self.directory else Path("campaigns") / f"{kind}-{self.query}"
+
+    def request(self, max_slots: int | None = None) -> TestbedRequest:
+        """The testbed factory's input; ``max_slots`` overrides the spec's (validation's production size)."""
+        t = self.testbed
+        return TestbedRequest(query=self.query, profile=t.profile, seed=self.seed,
+                              max_slots=max_slots if max_slots is not None else t.max_slots, inventory=t.inventory)
+
+
+@dataclass(frozen=True)
+class WindowTiming:
+    """The measure campaign's phases: one warm-up, then per rate a ramp-up and an observation window."""
+
+    warmup_s: float = 120.0
+    ramp_s: float = 30.0
+    observe_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """One configuration observed at a list of rates."""
+
+    campaign: CampaignSettings
+    rates: tuple[float, ...]
+    memory_mb: int = DEFAULT_MEMORY_MB
+    configuration: Mapping[str, int] | None = None
+    """Operator -> parallelism; None: every operator at 1."""
+    timing: WindowTiming = WindowTiming()
+
+
+@dataclass(frozen=True)
+class EstimateSettings:
+    """The Capacity Estimator alone: the MST of one configuration (section IV)."""
+
+    campaign: CampaignSettings
+    memory_mb: int = DEFAULT_MEMORY_MB
+    configuration: Mapping[str, int] | None = None
+    timing: str = DEFAULT_TIMING
+
+
+@dataclass(frozen=True)
+class OptimizeSettings:
+    """The Configuration Optimizer alone: a policy's configuration of one budget and its MST (section V)."""
+
+    campaign: CampaignSettings
+    slots: int
+    memory_mb: int = DEFAULT_MEMORY_MB
+    timing: str = DEFAULT_TIMING
+    policy: str = DEFAULT_POLICY
+
+
+@dataclass(frozen=True)
+class ExploreSettings:
+    """The Resource Explorer: measurements over (memory per slot, slots) and the model (section VI)."""
+
+    campaign: CampaignSettings
+    memories: tuple[int, ...] = ()
+    """Memory per slot to explore, MB; empty: all the testbed offers."""
+    timing: str = DEFAULT_TIMING
+    policy: str = DEFAULT_POLICY
+    max_measurements: int = ExplorerSettings.max_measurements
+
+    def explorer(self, safety: float = ExplorerSettings.safety) -> ExplorerSettings:
+        return ExplorerSettings(seed=self.campaign.seed, safety=safety, max_measurements=self.max_measurements)
+
+
+@dataclass(frozen=True)
+class PlanSettings(ExploreSettings):
+    """Exploration, then the plan for a target rate (section VI, "Model usage")."""
+
+    rate: float | None = None
+    """Target events/s; None: DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
+    safety: float = ExplorerSettings.safety
+
+    def explorer(self, safety: float | None = None) -> ExplorerSettings:
+        return super().explorer(self.safety if safety is None else safety)
+
+
+@dataclass(frozen=True)
+class ValidateSettings:
+    """A plan (or a configuration) run at multiples of its rate (section VIII)."""
+
+    campaign: CampaignSettings
+    plan: Path | None = None
+    """plan.json written by the plan campaign."""
+    configuration: Mapping[str, int] | None = None
+    """Instead of a plan: operator -> parallelism, with ``rate``."""
+    memory_mb: int = DEFAULT_MEMORY_MB
+    rate: float | None = None
+    """events/s; default: the plan's."""
+    runs: ValidationSettings = field(default_factory=ValidationSettings)
+    production_slots: int = PRODUCTION_SLOTS
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """``fit``: the explorer's model from recorded measurements, inverse-solved for a rate (no testbed)."""
+
+    measurements: str
+    rate: float
+    memories: tuple[int, ...] = ()
+    """Memory per slot to plan, MB; empty: the measured ones."""
+    family: str = "auto"
+    """linear, log, sqrt, or auto: the explorer's own selection rule."""
+    safety: float = ExplorerSettings.safety
+    training: str = "all"
+    memory_feature: str = "taskmanager-mb"
+    log: str = "log1p"
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``optimize --from-metrics``: BIDS2 on recorded single-task metrics (no testbed)."""
+
+    path: str
+    query: str | None = None
+    """Keep that query's metrics only."""
+    slots: int | None = None
+    """The budget; None: the one each record carries."""
+    memory_mb: int | None = None
+    """Keep that memory per slot's metrics only."""
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    campaign_dir: str
+    out: str | None = None
+    """Default: <campaign-dir>/export."""

@@ -1,0 +1,64 @@
+"""Options shared by several commands, the settings they build, and running a campaign under a
+progress display. Defaults come from campaigns/settings.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..campaigns.settings import CampaignSettings, TestbedSpec
+from ..estimator import DEFAULT_TIMING, TIMINGS
+from ..policies import DEFAULT_POLICY, POLICIES
+from ..report.console import Output
+from .args import non_negative_int, positive_int
+
+
+def output_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    if json_flag:
+        sp.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    sp.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def campaign_options(sp: argparse.ArgumentParser, kind: str, *, testbed_size: bool = False) -> None:
+    """Where a campaign runs and keeps its ledger. ``testbed_size``: the command takes --max-slots (the
+    simulated testbed's slots: explore and plan)."""
+    sp.add_argument("--testbed", default=TestbedSpec.name, help="sim (the simulated testbed) or flink (the local "
+                                                               "Flink cluster)")
+    sp.add_argument("--profile", help="sim only: profile name or YAML path (default: the query's)")
+    if testbed_size:
+        sp.add_argument("--max-slots", type=positive_int, help="sim only: slots of the testbed (default 48)")
+    sp.add_argument("--inventory", type=Path, help="flink only: the testbed's Ansible inventory (default: "
+                                                   "$STREAMBED_INVENTORY, else inventories/local)")
+    sp.add_argument("--seed", type=non_negative_int, default=CampaignSettings.seed,
+                    help="every random draw of the campaign derives from it")
+    sp.add_argument("--campaign-dir", type=Path, help=f"where the ledger and results live (default: "
+                                                      f"campaigns/{kind}-<query>)")
+    sp.add_argument("--resume", action="store_true", help="continue the campaign recorded in --campaign-dir")
+
+
+def planner_options(sp: argparse.ArgumentParser, policy: bool = True) -> None:
+    sp.add_argument("--timing", default=DEFAULT_TIMING, help=f"estimator timing: {', '.join(TIMINGS)}")
+    if policy:
+        sp.add_argument("--policy", default=DEFAULT_POLICY,
+                        help=f"configuration policy: {', '.join(POLICIES)} (docs/planner.md)")
+    sp.add_argument("--verbose", action="store_true", help="log every observation window")
+
+
+def campaign_settings(ns: argparse.Namespace) -> CampaignSettings:
+    """The settings every campaign shares, from the options of campaign_options."""
+    spec = TestbedSpec(name=ns.testbed, profile=ns.profile, max_slots=getattr(ns, "max_slots", None),
+                       inventory=ns.inventory)
+    return CampaignSettings(query=ns.query, testbed=spec, seed=ns.seed, directory=ns.campaign_dir,
+                            resume=ns.resume)
+
+
+def logs(ns: argparse.Namespace, out: Output) -> dict:
+    """A campaign's two logs: status (what is happening now) and the algorithms' lines (--verbose)."""
+    return {"status": out.status, "log": out.info if getattr(ns, "verbose", False) else out.status}
+
+
+def run(campaign: Any, out: Output) -> Any:
+    """Run a prepared campaign under a progress display of its title and number of steps."""
+    with out.progress(campaign.title, total=getattr(campaign, "total", None)) as step:
+        return campaign.run(lambda description: step.advance(description=description))

@@ -1,0 +1,65 @@
+"""``streambed explore`` and ``streambed plan``: the Resource Explorer, and the plan for a target rate."""
+
+from __future__ import annotations
+
+from ..campaigns.settings import ExploreSettings, PlanSettings
+from ..report.console import Output
+from .args import memory_list, positive_int, positive_number
+from .common import campaign_options, campaign_settings, logs, output_options, planner_options, run
+
+
+def _explorer_options(sp) -> None:
+    sp.add_argument("--query", required=True, help="the query to plan (a sim profile or a flink/queries/*.sql)")
+    sp.add_argument("--memory", "--profiles", dest="memory", type=memory_list,
+                    help="memory per slot to explore, MB, e.g. 2048,4096 (default: all the testbed offers; "
+                         "--profiles is the former name)")
+    sp.add_argument("--max-measurements", type=positive_int, default=ExploreSettings.max_measurements,
+                    help="the explorer stops at this many optimizer calls")
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("explore", help="Resource Explorer alone: measurements and the surrogate model")
+    _explorer_options(sp)
+    campaign_options(sp, "explore", testbed_size=True)
+    planner_options(sp)
+    output_options(sp)
+    sp.set_defaults(func=cmd_explore)
+
+    sp = sub.add_parser("plan", help="plan the budget and configuration for a target rate")
+    _explorer_options(sp)
+    sp.add_argument("--rate", type=positive_number,
+                    help="target events/s, e.g. 2.5e6 (default: 10x the MST measured on the testbed's largest budget)")
+    sp.add_argument("--safety", type=positive_number, default=PlanSettings.safety,
+                    help="over-provisioning factor (paper: 1.10)")
+    campaign_options(sp, "plan", testbed_size=True)
+    planner_options(sp)
+    output_options(sp)
+    sp.set_defaults(func=cmd_plan)
+
+
+def _settings(cls, args, **more):
+    return cls(campaign_settings(args), memories=args.memory or (), timing=args.timing, policy=args.policy,
+               max_measurements=args.max_measurements, **more)
+
+
+def cmd_explore(args, out: Output) -> None:
+    from ..campaigns.explore import ExploreCampaign
+    from ..report.tables import exploration_table
+
+    data = run(ExploreCampaign(_settings(ExploreSettings, args), **logs(args, out)), out)
+    exploration_table(out, data)
+    out.info(f"stop: {data['stop_reason']}; model by the split rule: {data['family']}; "
+             f"{data['optimizer_calls']} optimizer calls, {data['estimator_calls']} estimator calls, "
+             f"{data['testbed_seconds'] / 60:.0f} min of testbed")
+    out.result(data)
+
+
+def cmd_plan(args, out: Output) -> None:
+    from ..campaigns.plan import PlanCampaign
+    from ..report.tables import plan_tables
+
+    data = run(PlanCampaign(_settings(PlanSettings, args, rate=args.rate, safety=args.safety), **logs(args, out)), out)
+    plan_tables(out, data["plan"], data["exploration"])
+    out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")
+    out.info("written: " + ", ".join(data["files"].values()))
+    out.result(data)

@@ -1,0 +1,44 @@
+"""``streambed validate``: a plan (or a configuration) run at 100/120/150 % of its rate (section VIII)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..campaigns.settings import DEFAULT_MEMORY_MB, ValidateSettings
+from ..report.console import Output
+from ..validation import ValidationSettings
+from .args import non_negative_seconds, number_list, operator_pairs, positive_int, positive_number
+from .common import campaign_options, campaign_settings, logs, output_options, run
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("validate", help="run a plan (or a configuration) at 100/120/150 %% of its rate")
+    sp.add_argument("--query", required=True)
+    sp.add_argument("--plan", type=Path, help="plan.json written by streambed plan")
+    sp.add_argument("--config", type=operator_pairs, help="operator=parallelism pairs (instead of --plan)")
+    sp.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB per slot")
+    sp.add_argument("--rate", type=positive_number, help="events/s (default: the plan's)")
+    sp.add_argument("--multipliers", type=number_list, default=ValidationSettings.multipliers,
+                    help="multiples of the rate to run, e.g. 1,1.2,1.5")
+    sp.add_argument("--ramp", type=non_negative_seconds, default=ValidationSettings.ramp_s, help="seconds")
+    sp.add_argument("--duration", type=non_negative_seconds, default=ValidationSettings.duration_s, help="seconds")
+    sp.add_argument("--window", type=non_negative_seconds, default=ValidationSettings.window_s, help="seconds")
+    sp.add_argument("--production-slots", type=positive_int, default=ValidateSettings.production_slots,
+                    help="sim only: slots of the production cluster")
+    campaign_options(sp, "validate")
+    output_options(sp)
+    sp.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args, out: Output) -> None:
+    from ..campaigns.validate import ValidateCampaign
+    from ..report.tables import validation_table
+
+    runs = ValidationSettings(multipliers=tuple(args.multipliers), ramp_s=args.ramp, duration_s=args.duration,
+                              window_s=args.window)
+    settings = ValidateSettings(campaign_settings(args), plan=args.plan, configuration=args.config,
+                                memory_mb=args.memory, rate=args.rate, runs=runs,
+                                production_slots=args.production_slots)
+    data = run(ValidateCampaign(settings, **logs(args, out)), out)
+    validation_table(out, data)
+    out.result(data)

@@ -1,0 +1,157 @@
+"""The layers of docs/architecture.md, checked on the source: who may import whom.
+
+Every import of the package is read from the source with ``ast`` (also those inside functions),
+relative imports resolved, and checked against the rules below. A new module falls under the rule
+of the layer its name puts it in.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE = REPO / "controller" / "streambed"
+
+LAYERS = {
+    # layer: module name prefixes (a prefix matches the module and its submodules)
+    "algorithms": ("streambed.estimator", "streambed.optimizer", "streambed.explorer", "streambed.surrogates",
+                   "streambed.validation", "streambed.policies"),
+    "protocol": ("streambed.testbed.base",),
+    "engines": ("streambed.testbed",),
+    "infra": ("streambed.infra",),
+    "campaigns": ("streambed.campaigns",),
+    "cli": ("streambed.cli", "streambed.commands", "streambed.__main__"),
+    "records": ("streambed.records",),
+    "reports": ("streambed.report",),
+    "metrics": ("streambed.metrics",),
+    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper"),
+    "ledger": ("streambed.ledger",),
+}
+
+FORBIDDEN = {
+    # layer: the layers it must never import, and why (docs/architecture.md)
+    "algorithms": ({"engines", "infra", "cli", "records", "reports", "campaigns"},
+                   "algorithms see a testbed only through the Testbed protocol"),
+    "engines": ({"algorithms", "infra", "cli", "records", "reports", "campaigns"},
+                "engines know nothing of the algorithms or of how they are deployed"),
+    "protocol": ({"algorithms", "engines", "infra", "cli", "records", "reports", "campaigns"},
+                 "the protocol is the seam: it depends on domain types only"),
+    "records": ({"algorithms", "engines", "infra", "cli", "reports", "campaigns"},
+                "records depend on domain types and the ledger's read API"),
+    "reports": ({"algorithms", "engines", "infra", "cli", "records", "campaigns"},
+                "reports depend on domain types, never on the algorithms"),
+    "metrics": ({"algorithms", "engines", "infra", "cli", "records", "reports", "campaigns", "ledger"},
+                "metrics turn samples into measurements, nothing more"),
+    "domain": ({"algorithms", "protocol", "engines", "infra", "cli", "records", "reports", "campaigns", "ledger",
+                "metrics"}, "domain types are the bottom layer"),
+    "ledger": ({"algorithms", "engines", "infra", "cli", "records", "reports", "campaigns", "metrics"},
+               "the ledger stores steps; it knows no algorithm"),
+    "infra": ({"algorithms", "cli", "records", "reports", "campaigns"},
+              "infra deploys and provides testbeds; it runs no algorithm"),
+    "campaigns": ({"cli"}, "campaigns are assembled by the commands, not the other way round"),
+}
+
+
+def layer_of(module: str) -> str | None:
+    """The most specific layer whose prefix names ``module``."""
+    best, length = None, -1
+    for layer, prefixes in LAYERS.items():
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > length:
+                best, length = layer, len(p)
+    return best
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(module: str, source: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, imported module) for every import in ``source``, relative ones resolved."""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                target = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # "from . import x" and "from .pkg import mod" may name submodules: check each as well
+            found.append((node.lineno, target))
+            found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+    return found
+
+
+def violations(module: str, source: str, is_package: bool = False) -> list[str]:
+    """The forbidden imports of ``module``, one line each."""
+    own = layer_of(module)
+    banned, why = FORBIDDEN.get(own, (set(), ""))
+    out = []
+    for line, target in imports(module, source, is_package):
+        if not target.startswith("streambed"):
+            continue
+        other = layer_of(target)
+        if other in banned and other != own:
+            out.append(f"{module}:{line} imports {target} ({own} -> {other}: {why})")
+    return sorted(set(out))
+
+
+def package_sources():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield module_name(path), path.read_text(), path.name == "__init__.py"
+
+
+def test_every_module_belongs_to_a_layer():
+    unplaced = [m for m, _, _ in package_sources() if m != "streambed" and layer_of(m) is None]
+    assert not unplaced, f"modules outside every layer of docs/architecture.md: {unplaced}"
+
+
+def test_no_layer_imports_what_it_must_not():
+    found = [v for m, src, pkg in package_sources() for v in violations(m, src, pkg)]
+    assert not found, "forbidden imports:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("module, source", [
+    ("streambed.optimizer", "from .testbed.sim.testbed import SimTestbed"),
+    ("streambed.explorer", "def f():\n    from .infra.local import create_testbed"),
+    ("streambed.testbed.flink", "from ..estimator import CapacityEstimator"),
+    ("streambed.testbed.sim.engine", "import streambed.infra.ansible"),
+    ("streambed.records", "from .explorer import ExplorerSettings"),
+    ("streambed.report.tables", "from ..policies.bids2 import bids2"),
+    ("streambed.policies.bids2", "from ..campaigns import chain"),
+    ("streambed.model.plan", "from ..surrogates import fit"),
+    ("streambed.estimator", "from .commands import args"),
+], ids=["algorithm-engine", "algorithm-infra-lazy", "engine-algorithm", "engine-infra", "records-algorithm",
+        "report-algorithm", "algorithm-campaigns", "domain-algorithm", "algorithm-cli"])
+def test_a_planted_bad_import_is_caught(module, source):
+    assert violations(module, source), f"{source!r} in {module} should break a rule"
+
+
+@pytest.mark.parametrize("module, source", [
+    ("streambed.estimator", "from .testbed.base import Testbed"),
+    ("streambed.campaigns.plan", "from ..report import plots"),
+    ("streambed.infra.local", "from ..testbed.flink import FlinkTestbed"),
+    ("streambed.records", "from . import ledger"),
+])
+def test_allowed_imports_pass(module, source):
+    assert not violations(module, source)
+
+
+def test_no_command_function_is_longer_than_60_lines():
+    """Commands parse and display; anything longer is work that belongs in a campaign."""
+    long = []
+    for path in [PACKAGE / "cli.py", *sorted((PACKAGE / "commands").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > 60:
+                    long.append(f"{path.name}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, long
