@@ -58,7 +58,7 @@ def integer(value: Any, *, minimum: int = 1, text: bool = False, whole_floats: b
         except ValueError:
             if not whole_floats:
                 raise Invalid(f"expected {what}, got {got!r:.60}") from None
-            value = number(value, minimum=None, text=True) if _is_float_text(value) else None
+            value = number(value, minimum=None, text=True) if is_number_text(value) else None
     if isinstance(value, bool) or value is None:
         raise Invalid(f"expected {what}, got {got!r:.60}")
     if isinstance(value, numbers.Integral):
@@ -72,7 +72,8 @@ def integer(value: Any, *, minimum: int = 1, text: bool = False, whole_floats: b
     return n
 
 
-def _is_float_text(text: str) -> bool:
+def is_number_text(text: str) -> bool:
+    """Whether ``text`` reads as a number ('1e6', ' 2.5 ')."""
     try:
         float(text)
     except ValueError:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
+from ..errors import UserError
 from ..model import Budget, Configuration, Measurement, Query, TestbedInfo
 
 
@@ -84,3 +85,12 @@ class TestbedRequest:
 
 TestbedFactory = Callable[[TestbedRequest, Callable[[str], None]], Testbed]
 """A registered engine: (request, log) -> a testbed ready for the campaign."""
+
+
+def check_start(prepared: Budget | None, configuration: Configuration) -> Budget:
+    """The budget a configuration starts on: one was prepared, and the configuration fits in it."""
+    if prepared is None:
+        raise UserError("prepare a budget before starting a query")
+    if configuration.slots > prepared.slots:
+        raise UserError(f"configuration: uses {configuration.slots} slots, the prepared budget has {prepared.slots}")
+    return prepared

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import TestbedError, UserError
 from ..metrics import window
 from ..model import Budget, Configuration, Measurement, OperatorRates, Query, TestbedInfo
-from .base import Run
+from .base import Run, check_start
 
 Rates = Mapping[str, OperatorRates | tuple[float, float]]
 """Per operator: (o_i, r_i), the true rate of one task and the input ratio."""
@@ -109,11 +109,7 @@ class FakeTestbed:
 
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
         q = self.query(query)
-        if self._budget is None:
-            raise UserError("prepare a budget before starting a query")
-        if configuration.slots > self._budget.slots:
-            raise UserError(f"configuration: uses {configuration.slots} slots, the prepared budget has "
-                            f"{self._budget.slots}")
+        check_start(self._budget, configuration)
         _check_rate(rate)
         self.starts += 1
         run = Run(f"fake-{self.starts}", q, configuration, self._budget, self._clock, rate)

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from ... import checks
 from ...errors import ProfileError
 from ...model import SOURCE, Query
 from .partitioning import FLINK_MAX_MAX_PARALLELISM
@@ -229,34 +230,26 @@ class _Fields:
         v = self.data[key]
         if isinstance(v, str) and allow_inf and v.strip().lower() in ("inf", "infinity", ".inf"):
             return math.inf
-        if isinstance(v, str) and _looks_numeric(v):
+        if isinstance(v, str) and checks.is_number_text(v):
             raise ProfileError(
                 f"{self.origin}: {self.path(key)}: expected a number, got text {v!r} (YAML reads quoted values "
                 f"and exponents without a dot as text: write 1000000 or 1.0e+6)"
             )
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.fail(key, "a number", v)
         try:
-            v = float(v)
-        except OverflowError:
-            raise ProfileError(f"{self.origin}: {self.path(key)}: expected a finite number, got one too large "
-                               f"for a float") from None
-        if math.isnan(v) or (math.isinf(v) and not allow_inf):
-            raise self.fail(key, "a finite number", v)
-        if minimum is not None and (v < minimum or (strict and v <= minimum)):
-            bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-            raise self.fail(key, f"a number {bound}", self.data[key])
-        return v
+            return checks.number(v, minimum=minimum, strict=strict, allow_inf=allow_inf)
+        except checks.Invalid as e:
+            raise ProfileError(f"{self.origin}: {self.path(key)}: {e}") from None
 
     def integer(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
         if not self.has(key):
             if default is None:
                 raise ProfileError(f"{self.origin}: {self.path(key)}: missing (expected an integer)")
             return default
-        v = self.data[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise self.fail(key, f"an integer >= {minimum}", v)
-        return v
+        try:
+            # YAML writes integers as integers: 10.0 is a float there, refused like text
+            return checks.integer(self.data[key], minimum=minimum, whole_floats=False)
+        except checks.Invalid as e:
+            raise ProfileError(f"{self.origin}: {self.path(key)}: {e}") from None
 
     def text(self, key: str, default: str | None = None, choices: tuple[str, ...] | None = None) -> str:
         if not self.has(key):
@@ -287,14 +280,6 @@ class _Fields:
                 raise ProfileError(
                     f"{self.origin}: {self.path(str(k))}: unknown field (expected one of {', '.join(sorted(allowed))})"
                 )
-
-
-def _looks_numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _parse_operator(f: _Fields, defaults: Mapping[str, float]) -> OperatorSpec:

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import JobRestarted, UserError
 from ...metrics import window
 from ...model import Budget, Configuration, Measurement, Query, TestbedInfo, check_slots
-from ..base import Run, TestbedRequest
+from ..base import Run, TestbedRequest, check_start
 from .capacity import AnalyticCapacityModel
 from .engine import MS_PER_S, Engine
 from .partitioning import keyed_streams
@@ -86,11 +86,7 @@ class SimTestbed:
 
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
         q = self.query(query)
-        if self._budget is None:
-            raise UserError("prepare a budget before starting a query")
-        if configuration.slots > self._budget.slots:
-            raise UserError(
-                f"configuration: uses {configuration.slots} slots, the prepared budget has {self._budget.slots}")
+        check_start(self._budget, configuration)
         self._counter += 1
         run_id = f"sim-{self._counter}"
         seed = int(np.random.SeedSequence([self.settings.seed, self._counter]).generate_state(1)[0])
