@@ -1,7 +1,7 @@
 """Resource Explorer: the capacity planning model and the plan (paper section VI, Eq. 5-9).
 
 * Candidate search. The search space is P from the query's number of operators to the testbed's
-  slots, and M among the memory profiles. D is bootstrapped with the four corners. Then Bayesian
+  slots, and M among the memory sizes per slot. D is bootstrapped with the four corners. Then Bayesian
   optimisation (scikit-optimize: Gaussian process, Expected Improvement) proposes (M, P); each
   proposal is a Configuration Optimizer call, and its cost is the lowest LOOCV RMSE among the
   linear, log and sqrt models on D (Eq. 9). At least 3 measurements follow the corners. The search
@@ -9,7 +9,7 @@
   proposal may repeat an earlier point; it is then measured again (runs vary).
 * Model selection. Each family is fitted on the half of D with the lowest P and tested on the other
   half; the lowest test RMSE wins, and that family is refitted on all of D.
-* Model usage. Per memory profile, the smallest P whose prediction reaches safety x the requested
+* Model usage. Per memory per slot, the smallest P whose prediction reaches safety x the requested
   rate (1.10 by default), and its configuration from a last BIDS2 pass with the true processing
   rates and input ratios of the largest run of D with that profile (the profile's single-task run
   when D has none).
@@ -164,7 +164,7 @@ def check_search_space(query: Query, info: TestbedInfo, memories: Sequence[int],
 
 def corners(min_slots: int, max_slots: int, memories: Sequence[int]) -> list[tuple[int, int]]:
     """The bootstrap points (memory, slots): lowest and highest P with lowest and highest M. With a
-    single memory profile or a single slot count, midpoints keep at least three distinct points."""
+    single memory per slot or a single slot count, midpoints keep at least three distinct points."""
     ms = sorted({min(memories), max(memories)})
     ps = sorted({min_slots, max_slots})
     pts = [(m, p) for m in ms for p in ps]
@@ -273,7 +273,7 @@ class ResourceExplorer:
         return self.optimizer.single_task(memory_mb), "the single-task run"
 
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
-        """Inverse-solve the chosen model per memory profile, then a last BIDS2 pass for each budget."""
+        """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget."""
         s = self.settings
         query = self.optimizer.query
         obs = ex.observations()

@@ -27,7 +27,7 @@ TESTBED_SLOTS = 48
 
 def family_rmse(slots, mst) -> dict[str, float]:
     """Relative RMSE of the explorer's surrogate families (Eq. 6-8) fitted to mst over P at one
-    memory profile."""
+    memory per slot."""
     obs = [Observation(REFERENCE_MEMORY, int(p), float(y)) for p, y in zip(slots, mst)]
     y = np.asarray(mst, dtype=float)
     out = {}

@@ -91,14 +91,14 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int], family: str, *,
+def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int], family: str, *,
              safety: float = 1.10, training: str = "all", features=None) -> dict:
     """The Resource Explorer's model selection and model usage (section VI) on recorded measurements.
 
     ``family`` "auto" applies the explorer's own rule (explorer.select_family on all measurements: the
     half-P split, or the lowest LOOCV RMSE when that split cannot judge); the chosen family is fitted
     on every measurement (``training="all"``, as the explorer does) or on the paper's best prefix
-    (``"paper-prefix"``). Each memory profile then gets the smallest slot count whose prediction
+    (``"paper-prefix"``). Each memory per slot then gets the smallest slot count whose prediction
     reaches ``safety`` x ``rate``.
     """
     features = features or Features()
@@ -131,7 +131,7 @@ def fit_plan(measurements: MeasurementFile, rate: float, profiles: Sequence[int]
     min_slots = measurements.operators or 1
     coefficients = {"a": model.a, "b": model.b, "c": model.c}
     entries = []
-    for m in sorted(set(profiles)):
+    for m in sorted(set(memories)):
         slots = inverse_solve(model, m, rate, safety=safety, min_slots=min_slots,
                               max_slots=MAX_PLAN_SLOTS)
         entries.append({"memory_mb": m, "slots": slots,

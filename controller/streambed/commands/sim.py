@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..campaigns.settings import DEFAULT_MEMORY_MB
 from ..errors import UserError
+from ..testbed.sim.truth import TruthSettings
 from ..model import Budget
 from ..report.console import Output
 from .args import Parser, name_list, non_negative_int, non_negative_seconds, operator_pairs, positive_int, positive_number
@@ -36,7 +38,7 @@ def register(sub) -> None:
     sp.add_argument("--profile", required=True)
     sp.add_argument("--rate", required=True, type=positive_number, help="events/s, e.g. 2.5e6")
     sp.add_argument("--memory", required=True, type=positive_int, help="MB per slot")
-    sp.add_argument("--max-slots", type=positive_int, default=None, help="search bound (default 100000)")
+    sp.add_argument("--max-slots", type=positive_int, default=TruthSettings.max_slots, help="search bound")
     output_options(sp)
     sp.set_defaults(func=cmd_sim_min_slots)
 
@@ -47,7 +49,7 @@ def register(sub) -> None:
 
     sp = simsub.add_parser("run", help="run one configuration at one rate and show its series")
     sp.add_argument("--profile", required=True)
-    sp.add_argument("--memory", type=positive_int, default=4096, help="MB per slot")
+    sp.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB per slot")
     sp.add_argument("--rate", required=True, type=positive_number)
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--config", type=operator_pairs,
@@ -82,9 +84,9 @@ def cmd_sim_check(args, out: Output) -> None:
 
 def _ground_truth(args):
     from ..testbed.sim.profile import load_profile
-    from ..testbed.sim.truth import GroundTruth, TruthSettings
+    from ..testbed.sim.truth import GroundTruth
 
-    settings = TruthSettings(max_slots=getattr(args, "max_slots", None) or TruthSettings().max_slots)
+    settings = TruthSettings(max_slots=getattr(args, "max_slots", TruthSettings.max_slots))
     return GroundTruth(load_profile(args.profile, option="--profile"), settings)
 
 

@@ -1,4 +1,4 @@
-"""A plan: for a target rate, the budget per memory profile and its configuration (section VI, "Model
+"""A plan: for a target rate, the budget per memory per slot and its configuration (section VI, "Model
 usage"), as plan.json holds it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ MAX_PLAN_SLOTS = 100_000
 
 @dataclass(frozen=True)
 class PlanEntry:
-    """The plan for one memory profile: budget and configuration (``slots`` None if unreachable)."""
+    """The plan for one memory per slot: budget and configuration (``slots`` None if unreachable)."""
 
     memory_mb: int
     slots: int | None
@@ -38,7 +38,7 @@ class PlanEntry:
 
 @dataclass(frozen=True)
 class Plan:
-    """For a target rate: the budget per memory profile and its configuration, with the safety factor."""
+    """For a target rate: the budget per memory per slot and its configuration, with the safety factor."""
 
     query: str
     rate: float

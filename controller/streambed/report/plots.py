@@ -16,7 +16,7 @@ from ..model import Surrogate  # noqa: E402
 
 
 def plot_model(path: Path, points: Sequence[dict], model: Surrogate, plan: dict, testbed_slots: int) -> Path:
-    """MST against slots per memory profile: measurements, the fitted model over the testbed and its
+    """MST against slots per memory per slot: measurements, the fitted model over the testbed and its
     extrapolation to the planned budgets, and the requested rate with its safety factor."""
     fig, ax = plt.subplots(figsize=(8, 5))
     memories = sorted({int(p["memory_mb"]) for p in points} | {int(e["memory_mb"]) for e in plan["entries"]})

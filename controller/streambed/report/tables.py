@@ -42,7 +42,7 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
     reachable = [e for e in entries if e["configuration"]]
     if reachable:
         ops = list(reachable[0]["configuration"])
-        out.table("Per-operator parallelism (last BIDS2 pass per memory profile)",
+        out.table("Per-operator parallelism (last policy pass per memory per slot)",
                   ("operator", *[f"{e['memory_mb']} MB" for e in reachable]),
                   [(op, *[e["configuration"][op] for e in reachable]) for op in ops])
     if exploration:
