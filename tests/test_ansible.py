@@ -68,6 +68,10 @@ def test_inventory_settings_are_plain_yaml():
     assert (settings["flink_metrics_port_min"], settings["flink_metrics_port_max"]) == (9250, 9260)
     assert (settings["flink_taskmanagers"], settings["flink_taskmanager_slots"]) == (1, 4)
     assert settings["flink_memory_per_slot_mb"] == 1024
+    # what the controller deploys and submits, relative to the inventory like the state directory
+    assert settings["streambed_playbook"] == str(PLAYBOOK)
+    assert settings["streambed_job_jar"] == str(REPO / "flink" / "build" / "streambed-job.jar")
+    assert settings["streambed_queries_dir"] == str(REPO / "flink" / "queries")
 
 
 def test_missing_inventory_is_one_line_error(tmp_path):

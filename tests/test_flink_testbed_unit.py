@@ -118,7 +118,7 @@ def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path,
     run = Run("job", q, Configuration.single_task(q), Budget(2, 1024), time.time(), 1000.0)
     t0 = time.monotonic()
     with pytest.raises(TestbedUnreachable, match=r"Prometheus at http://127\.0\.0\.1:\d+ does not answer"):
-        tb._series("flink_taskmanager_job_task_numRecordsOut", run, time.time() - 5, time.time())
+        tb.prometheus.series("flink_taskmanager_job_task_numRecordsOut", run.id, time.time() - 5, time.time())
     assert time.monotonic() - t0 < 3.0 + 2.0
 
 
@@ -188,3 +188,18 @@ def test_a_restart_count_that_never_comes_is_missing_metrics(tmp_path, metrics_s
     with pytest.raises(MetricsMissing, match="no numRestarts for the job after 2 s"):
         tb._restarts(_run_of_q1())
     assert 1.5 <= time.monotonic() - t0 < 4.0
+
+
+@pytest.mark.parametrize("budget, message", [
+    ((2, 2048), r"^memory: the flink@http://127\.0\.0\.1:\d+ testbed offers 512, 1024 MB per slot, got 2048$"),
+    ((5, 1024), r"^slots: uses 5 slots, the flink@http://127\.0\.0\.1:\d+ testbed offers at most 4$"),
+])
+def test_prepare_refuses_a_budget_the_testbed_does_not_offer_before_deploying(tmp_path, budget, message):
+    from streambed.model import Budget
+
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0)
+    deployed = []
+    tb.deploy = deployed.append
+    with pytest.raises(UserError, match=message):
+        tb.prepare(Budget(*budget))
+    assert deployed == []

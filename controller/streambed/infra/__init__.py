@@ -1,9 +1,15 @@
-"""Infrastructure: deploying the testbed (Flink, Prometheus) with Ansible.
+"""Infrastructure: platforms (providers), the services deployed on them, Ansible underneath.
 
-* :mod:`streambed.infra.ansible` runs ``ansible/site.yml`` through ansible-runner and turns a failed
-  play into one-line :class:`~streambed.infra.ansible.DeploymentError` messages.
+* :mod:`.provider`: the Provider protocol (provision -> an Inventory; destroy) and the Inventory value.
+* :mod:`.local`: this machine as the first provider, and the "flink" testbed factory.
+* :mod:`.services`: Flink and Prometheus deployed from an inventory; the Flink testbed's settings.
+* :mod:`.ansible`: ``run_playbook`` through ansible-runner, one-line :class:`DeploymentError` messages,
+  and the inventory's rendered ``group_vars``.
+
+Infrastructure may build engines (a FlinkTestbed from an inventory); engines never import it.
 """
 
 from streambed.infra.ansible import DeploymentError, PlaybookResult, inventory_settings, run_playbook
+from streambed.infra.provider import Inventory, Provider
 
-__all__ = ["DeploymentError", "PlaybookResult", "inventory_settings", "run_playbook"]
+__all__ = ["DeploymentError", "Inventory", "PlaybookResult", "Provider", "inventory_settings", "run_playbook"]

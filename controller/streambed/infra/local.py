@@ -1,80 +1,64 @@
-"""The local Flink testbed: settings from inventories/local, deployment through Ansible.
+"""This machine as a platform: the local provider and the "flink" testbed factory.
 
-The inventory's ``group_vars/all.yml`` (what Ansible deploys: ports, state directory) and its
-``testbed.yml`` (what the testbed offers the planner: slots, memory profiles) are the single source of
-the local testbed's settings; nothing here hard-codes a port or a path.
+The inventory (``inventories/local`` by default) is the single source of the local testbed's
+settings: its ``group_vars/all.yml`` says what Ansible deploys (ports, state directory, playbook,
+job jar, queries) and its ``testbed.yml`` what the testbed offers the planner. Which inventory is
+configuration: ``--inventory``, else the STREAMBED_INVENTORY environment variable, else
+``inventories/local`` under the current directory.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
-import yaml
+from typing import Callable, Mapping
 
 from ..errors import UserError
-from ..model import Budget
-from ..testbed.flink import FlinkSettings, FlinkTestbed
-from .ansible import inventory_settings, run_playbook
+from ..testbed.base import TestbedRequest
+from ..testbed.flink import FlinkTestbed
+from .provider import Inventory
+from .services import FlinkService, flink_testbed
 
-REPO = Path(__file__).resolve().parents[3]
-"""The repository (controller/streambed/infra/local.py -> ../../../)."""
+INVENTORY_VARIABLE = "STREAMBED_INVENTORY"
+"""The environment variable naming the inventory when --inventory is not given."""
+DEFAULT_INVENTORY = Path("inventories") / "local"
+"""The inventory when neither --inventory nor STREAMBED_INVENTORY is given, relative to the current
+directory (the repository's root, where make runs)."""
 
 
-def _load(path: Path) -> dict:
+def default_inventory(environ: Mapping[str, str] = os.environ) -> Path:
+    """STREAMBED_INVENTORY if set, else inventories/local relative to the current directory."""
+    return Path(environ.get(INVENTORY_VARIABLE) or DEFAULT_INVENTORY)
+
+
+@dataclass(frozen=True)
+class LocalProvider:
+    """This machine: nothing to create; its inventory must exist (connection local)."""
+
+    inventory: Path
+    name: str = "local"
+
+    def provision(self) -> Inventory:
+        """The local inventory, checked; nothing is created (the machine is already here)."""
+        return Inventory.load(self.inventory)
+
+    def destroy(self, inventory: Inventory) -> None:
+        """Stop Flink and Prometheus; the machine itself stays."""
+        FlinkService(inventory).destroy()
+
+
+def create_testbed(request: TestbedRequest, log: Callable[[str], None] | None = None) -> FlinkTestbed:
+    """The registry's "flink": the Flink testbed of ``request.inventory`` (default: :func:`default_inventory`),
+    with ``request.query`` checked against what Flink builds before any campaign starts."""
+    if request.profile:
+        raise UserError("--profile: only the simulated testbed takes a profile (--testbed sim)")
+    inventory = LocalProvider(request.inventory or default_inventory()).provision()
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise UserError(f"testbed: {path} not found") from None
-    except yaml.YAMLError as e:
-        raise UserError(f"testbed: {path} is not valid YAML ({getattr(e, 'problem', e)})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"testbed: {path} must be a mapping")
-    return data
+        testbed = flink_testbed(inventory, log)
+    except ModuleNotFoundError as e:
+        raise UserError(f"--testbed flink: the Flink testbed needs PyFlink (the apache-flink package), but "
+                        f"module {e.name or 'pyflink'} is not installed; run make install") from None
+    testbed.query(request.query)  # checks the query file and its graph before any campaign starts
+    return testbed
 
-
-def flink_home() -> Path:
-    import pyflink
-
-    return Path(os.path.dirname(pyflink.__file__))
-
-
-def settings(inventory: Path | None = None, repo: Path = REPO, overrides: dict | None = None) -> FlinkSettings:
-    """The testbed's settings; ``overrides`` are Ansible variables that replace the inventory's
-    (ports, state directory: how the integration tests deploy a testbed of their own)."""
-    inventory = inventory or repo / "inventories" / "local"
-    v = {**inventory_settings(inventory), **(overrides or {})}
-    t = _load(inventory / "testbed.yml")
-    try:
-        return FlinkSettings(
-            rest_url=f"http://{v.get('flink_rest_address', 'localhost')}:{int(v['flink_rest_port'])}",
-            prometheus_url=f"http://{v.get('prometheus_listen_host', '127.0.0.1')}:{int(v['prometheus_port'])}",
-            flink_home=flink_home(),
-            jar=repo / "flink" / "build" / "streambed-job.jar",
-            queries_dir=repo / "flink" / "queries",
-            state_dir=Path(v["streambed_state_dir"]),
-            max_slots=int(t["max_slots"]),
-            memory_per_slot=tuple(int(m) for m in t["memory_per_slot_mb"]),
-            source_parallelism=int(t.get("source_parallelism", 1)),
-            max_source_rate=float(t.get("max_source_rate", 4e6)),
-            sample_period=float(t.get("sample_period_s", 1)),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise UserError(f"testbed: {inventory}: missing or bad setting ({e})") from None
-
-
-def local_testbed(inventory: Path | None = None, log: Callable[[str], None] | None = None,
-                  repo: Path = REPO, overrides: dict | None = None) -> FlinkTestbed:
-    """The Flink testbed of this machine; a budget with another memory per slot redeploys the
-    TaskManager through the Ansible roles (the paper: a redeploy takes under a minute)."""
-    inventory = inventory or repo / "inventories" / "local"
-    s = settings(inventory, repo, overrides)
-
-    def deploy(budget: Budget) -> None:
-        run_playbook(repo / "ansible" / "site.yml", inventory,
-                     {**(overrides or {}), "flink_memory_per_slot_mb": budget.memory_mb,
-                      "flink_taskmanager_slots": budget.slots + s.source_parallelism},
-                     on_task=(lambda task: log(f"ansible: {task}")) if log else None)
-
-    return FlinkTestbed(s, deploy=deploy, log=log)

@@ -5,9 +5,12 @@
   per-operator parallelism, chaining off and one slot per task. It is submitted over Flink's REST
   API (upload once, then run with arguments) after a local ``--explain`` has checked the SQL and the
   operator graph the query declares.
-* Measurements: counter differences between two Prometheus samples inside the window
-  (accumulateBusyTimeMs, accumulateBackPressuredTimeMs, numRecordsIn/Out), never the smoothed
-  *PerSecond gauges, which lag by tens of seconds; pending records from the source's gauge.
+* Measurements: each window is read through :class:`~streambed.metrics.prometheus.PrometheusReader`
+  and turned into a Measurement by :func:`~streambed.metrics.prometheus.window_measurement`
+  (counter differences inside the window, pending records from the source's gauge); this module
+  applies configurations, the metrics package observes them.
+* Deployment is a callback (``deploy``): whoever builds the testbed decides how TaskManagers of a
+  budget's memory come up (streambed.infra deploys them through Ansible from an inventory).
 * Failures are typed: a restart during a window is JobRestarted, missing series MetricsMissing, a REST
   API or Prometheus that does not answer within ``timeout_s`` TestbedUnreachable, SQL that Flink
   rejects QueryRejected with Flink's own message.
@@ -25,12 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
 import requests
 
 from ..errors import (JobFailed, JobRestarted, MetricsMissing, QueryRejected, TaskManagerLost, TestbedUnreachable,
                       UserError)
-from ..metrics import window
+from ..metrics.prometheus import JobVertices, PrometheusReader, window_measurement
 from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo
 from .base import Run
 
@@ -101,8 +103,6 @@ def parse_declared_graph(name: str, sql: str) -> Query:
 
 REST_ATTEMPT_S = 10.0
 """Longest wait for one answer of Flink's REST API (a status call answers in milliseconds)."""
-PROMETHEUS_ATTEMPT_S = 10.0
-"""Longest wait for one answer of Prometheus (a window's query answers in milliseconds)."""
 JOB_METRICS_WAIT_S = 15.0
 """Longest wait for a new job's numRestarts in the REST API: its metric store is refreshed every
 ``metrics.fetcher.update-interval`` (10 s by default), so a job seconds old may not be in it yet."""
@@ -144,13 +144,7 @@ class FlinkTestbed:
         self._budget: Budget | None = None
         self._runs: dict[str, dict] = {}
         self._counter = 0
-        from prometheus_api_client import PrometheusConnect
-        from urllib3.util.retry import Retry
-
-        self._prom_attempt_s = min(PROMETHEUS_ATTEMPT_S, settings.timeout_s / 3)
-        # No retries inside the client (its default backs off for seconds): _series retries up to its deadline.
-        self._prom = PrometheusConnect(url=settings.prometheus_url, disable_ssl=True, timeout=self._prom_attempt_s,
-                                       retry=Retry(total=0))
+        self.prometheus = PrometheusReader(settings.prometheus_url, timeout_s=settings.timeout_s)
 
     # -- Testbed protocol ------------------------------------------------------------------------
 
@@ -199,11 +193,7 @@ class FlinkTestbed:
 
     def prepare(self, budget: Budget) -> None:
         s = self.settings
-        if budget.slots > s.max_slots:
-            raise UserError(f"slots: the Flink testbed offers at most {s.max_slots} slots, got {budget.slots}")
-        if budget.memory_mb not in s.memory_per_slot:
-            raise UserError(f"memory: the Flink testbed offers {', '.join(map(str, s.memory_per_slot))} MB per slot, "
-                            f"got {budget.memory_mb}")
+        self.info().check_budget(budget)
         needed = s.max_slots + s.source_parallelism
         if self.deploy is not None:
             if self._budget is None or self._budget.memory_mb != budget.memory_mb:
@@ -235,7 +225,7 @@ class FlinkTestbed:
             raise QueryRejected(f"query {query}: Flink refused the job: {_flink_error(resp)}")
         job_id = resp.json()["jobid"]
         run = Run(job_id, q, configuration, self._budget, time.time(), rate)
-        self._runs[job_id] = {"rate_file": rate_file, "rate": rate, "plan": None}
+        self._runs[job_id] = {"rate_file": rate_file, "rate": rate, "vertices": None}
         self._wait_running(run)
         return run
 
@@ -263,7 +253,9 @@ class FlinkTestbed:
             self._check_running(run)
             if self._restarts(run) != restarts:
                 raise JobRestarted(f"{run.id}: the job restarted during the observation window")
-            return self._measure(run, t0, t1)
+            vertices = self._vertices(run)
+            return window_measurement(self.prometheus.window(run.id, t0, t1), vertices, job=run.id, t0=t0, t1=t1,
+                                      target_rate=self._state(run)["rate"], sample_period=self.settings.sample_period)
         except (JobRestarted, MetricsMissing) as e:
             # The most common cause on a testbed: name it, so that the user knows what to look at.
             lost = self._lost_slots()
@@ -395,110 +387,19 @@ class FlinkTestbed:
         except Exception:  # noqa: BLE001 - diagnostics only
             return "no exception recorded"
 
-    def _plan(self, run: Run):
+    def _vertices(self, run: Run) -> JobVertices:
+        """The job's operators and sources as Flink's plan names them (read once per run)."""
         state = self._state(run)
-        if state["plan"] is None:
-            nodes = self._rest("get", f"/jobs/{run.id}/plan").json()["plan"]["nodes"]
-            state["plan"] = plan_operators(nodes)
-        return state["plan"]
+        if state["vertices"] is None:
+            ops, sources = plan_operators(self._rest("get", f"/jobs/{run.id}/plan").json()["plan"]["nodes"])
+            state["vertices"] = JobVertices(tuple((name, vertex) for name, vertex, _ in ops), tuple(sources))
+        return state["vertices"]
 
     def _state(self, run: Run) -> dict:
         try:
             return self._runs[run.id]
         except KeyError:
             raise UserError(f"run {run.id} is not running") from None
-
-    # -- metrics ---------------------------------------------------------------------------------
-
-    def _series(self, metric: str, run: Run, t0: float, t1: float) -> dict[tuple[str, str], list[tuple[float, float]]]:
-        """Raw samples of ``metric`` for the job in (t0, t1], by (task_id, subtask_index).
-
-        A range selector evaluated at t1 returns the samples with their own scrape times; a range
-        query would stamp them with step-aligned evaluation times, an error of up to one scrape
-        interval at each end of a window a few seconds long."""
-        q = f'{metric}{{job_id="{run.id}"}}[{max(1, math.ceil((t1 - t0) * 1000))}ms]'
-        # Attempts of PROMETHEUS_ATTEMPT_S each (the client's own timeout), none started past the deadline.
-        deadline = time.monotonic() + self.settings.timeout_s
-        while True:
-            try:
-                data = self._prom.custom_query(q, params={"time": f"{t1:.3f}"})
-                break
-            except Exception as e:  # noqa: BLE001 - the client raises several types
-                if time.monotonic() + self._prom_attempt_s + 1.0 > deadline:
-                    raise TestbedUnreachable(f"Prometheus at {self.settings.prometheus_url} does not answer after "
-                                             f"{self.settings.timeout_s:.0f} s ({type(e).__name__})") from None
-                time.sleep(1.0)
-        out = {}
-        for s in data:
-            lab = s["metric"]
-            key = (lab.get("task_id", ""), lab.get("subtask_index", "0"))
-            out[key] = [(float(t), float(v)) for t, v in s["values"]]
-        return out
-
-    def _measure(self, run: Run, t0: float, t1: float) -> Measurement:
-        ops, sources = self._plan(run)
-        busy = self._series("flink_taskmanager_job_task_accumulateBusyTimeMs", run, t0, t1)
-        bp = self._series("flink_taskmanager_job_task_accumulateBackPressuredTimeMs", run, t0, t1)
-        rin = self._series("flink_taskmanager_job_task_numRecordsIn", run, t0, t1)
-        rout = self._series("flink_taskmanager_job_task_numRecordsOut", run, t0, t1)
-        pending = self._series("flink_taskmanager_job_task_operator_pendingRecords", run, t0, t1)
-
-        gap = 2 * self.settings.sample_period + 1.0
-
-        def rate(series: dict, key) -> float:
-            pts = series.get(key)
-            if not pts or len(pts) < 2 or pts[-1][0] <= pts[0][0]:
-                raise MetricsMissing(f"{run.id}: no samples of task {key[0]}[{key[1]}] in the window")
-            # A task whose series stops early (its TaskManager lost, a scrape failing) would give a
-            # rate over part of the window only: the window is refused instead.
-            if pts[0][0] > t0 + gap or pts[-1][0] < t1 - gap:
-                raise MetricsMissing(f"{run.id}: the samples of task {key[0]}[{key[1]}] cover only "
-                                     f"{pts[0][0] - t0:+.0f}..{pts[-1][0] - t1:+.0f} s of the window "
-                                     f"(TaskManager lost or Prometheus not scraping?)")
-            return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
-
-        names, parallelism = [], []
-        b_all, bp_all, in_all, out_all = [], [], [], []
-        for name, vertex, _ in ops:
-            keys = sorted((k for k in busy if k[0] == vertex), key=lambda k: int(k[1]))
-            if not keys:
-                raise MetricsMissing(f"{run.id}: no metrics for operator {name}")
-            names.append(name)
-            parallelism.append(len(keys))
-            # ms per second -> fraction; clamped, as counter differences of an idle task can round below 0
-            b_all += [min(1.0, max(0.0, rate(busy, k) / 1000.0)) for k in keys]
-            bp_all += [min(1.0, max(0.0, rate(bp, k) / 1000.0)) for k in keys]
-            in_all += [rate(rin, k) for k in keys]
-            out_all += [rate(rout, k) for k in keys]
-        src_keys = [k for k in rout if k[0] in sources]
-        if not src_keys:
-            raise MetricsMissing(f"{run.id}: no metrics for the source")
-        pts = [rout[k] for k in src_keys]
-        start = max(p[0][0] for p in pts)
-        end = min(p[-1][0] for p in pts)
-        emitted = sum(np.interp(end, *zip(*p)) - np.interp(start, *zip(*p)) for p in pts)
-        src_busy = float(np.mean([rate(busy, k) for k in src_keys])) / 1000.0
-        times = np.arange(start + 5.0, end + 1e-9, 5.0)  # the paper's 5-s aggregation, for the variation
-        edges = [start, *times]
-        per_sample = [sum(np.interp(b, *zip(*p)) - np.interp(a, *zip(*p)) for p in pts) / (b - a)
-                      for a, b in zip(edges, edges[1:])]
-        pend = [p for k, p in pending.items()]
-        pending_at = (lambda t: float(sum(np.interp(t, *zip(*p)) for p in pend))) if pend else (lambda t: 0.0)
-        target = self._state(run)["rate"]
-        offered = target * (end - start)
-        ops_metrics = window.operator_metrics(names, parallelism, np.array(b_all), np.array(bp_all),
-                                              np.array(in_all), np.array(out_all))
-        achieved = emitted / (end - start) if end > start else 0.0
-        # Pending records at every 5-s mark and at the window's end: a window shorter than 5 s, or
-        # one that ends between marks, still has its pending records at its end and their slope.
-        pending_times = [*times, end] if not len(times) or times[-1] < end - 1e-6 else list(times)
-        return window.measurement(
-            start=start, end=end, target_rate=target, emitted=emitted, offered=offered,
-            sample_times=pending_times, sample_emitted_rates=per_sample,
-            sample_pending=[pending_at(t) for t in pending_times],
-            pending_start=pending_at(start), operators=ops_metrics,
-            # The sources, not the job, capped emission: busy, not held back, and behind their target.
-            source_saturated=bool(src_busy > 0.9 and achieved < 0.99 * target))
 
 
 def _write_rate(path: Path, rate: float) -> None:

@@ -1,0 +1,91 @@
+"""Services deployed from an inventory: Flink and the Prometheus that watches it.
+
+Whatever the provider, the testbed is built the same way from its inventory:
+
+* :class:`FlinkService` applies the inventory's playbook (``streambed_playbook``: the ``flink`` and
+  ``prometheus`` roles) with a budget's slots and memory per slot, or stops both;
+* :func:`flink_settings` reads the testbed's settings from the inventory (REST and Prometheus
+  addresses from ``group_vars/all.yml``, what it offers from ``testbed.yml``, the job's jar and
+  queries from ``streambed_job_jar`` / ``streambed_queries_dir``);
+* :func:`flink_testbed` puts the two together: a FlinkTestbed whose ``deploy`` is the service.
+
+Flink and Prometheus come as one service because the testbed cannot measure without both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from ..errors import UserError
+from ..model import Budget
+from ..testbed.flink import FlinkSettings, FlinkTestbed
+from .ansible import PlaybookResult, run_playbook
+from .provider import Inventory
+
+
+class FlinkService:
+    """Flink and Prometheus on an inventory's hosts, through its playbook.
+
+    An instance is the FlinkTestbed's ``deploy`` callback: called with a budget, it (re)applies the
+    roles with that memory per slot; only the TaskManagers restart (the paper: a redeploy takes
+    under a minute)."""
+
+    def __init__(self, inventory: Inventory, log: Callable[[str], None] | None = None):
+        self.inventory = inventory
+        self.log = log
+
+    def deploy(self, budget: Budget, source_parallelism: int) -> PlaybookResult:
+        """Flink with ``budget.slots`` slots for operators plus ``source_parallelism`` for the
+        sources, each of ``budget.memory_mb``; Prometheus scraping it. Starts what is not running."""
+        return self._apply({"flink_memory_per_slot_mb": budget.memory_mb,
+                            "flink_taskmanager_slots": budget.slots + source_parallelism})
+
+    def destroy(self) -> PlaybookResult:
+        """Stop Flink and Prometheus (their state directory stays, for the logs)."""
+        return self._apply({"flink_state": "stopped", "prometheus_state": "stopped"})
+
+    def _apply(self, variables: dict) -> PlaybookResult:
+        on_task = (lambda task: self.log(f"ansible: {task}")) if self.log else None
+        return run_playbook(self.inventory.playbook, self.inventory.path, {**self.inventory.extra_vars, **variables},
+                            on_task=on_task)
+
+
+def flink_home() -> Path:
+    """The Flink distribution the controller runs the job's ``--explain`` with: PyPI's (make install)."""
+    import pyflink
+
+    return Path(os.path.dirname(pyflink.__file__))
+
+
+def flink_settings(inventory: Inventory) -> FlinkSettings:
+    """The Flink testbed's settings, all from the inventory; one line naming the file when one is
+    missing or malformed."""
+    v, t = inventory.settings, inventory.testbed
+    try:
+        return FlinkSettings(
+            rest_url=f"http://{v['flink_rest_address']}:{int(v['flink_rest_port'])}",
+            prometheus_url=f"http://{v['prometheus_listen_host']}:{int(v['prometheus_port'])}",
+            flink_home=flink_home(),
+            jar=inventory.path_setting("streambed_job_jar"),
+            queries_dir=inventory.path_setting("streambed_queries_dir"),
+            state_dir=inventory.path_setting("streambed_state_dir"),
+            max_slots=int(t["max_slots"]),
+            memory_per_slot=tuple(int(m) for m in t["memory_per_slot_mb"]),
+            source_parallelism=int(t.get("source_parallelism", 1)),
+            max_source_rate=float(t.get("max_source_rate", 4e6)),
+            sample_period=float(t.get("sample_period_s", 1)),
+        )
+    except KeyError as e:
+        raise UserError(f"testbed: {inventory.path}: missing setting {e.args[0]} (group_vars/all.yml or "
+                        f"testbed.yml)") from None
+    except (TypeError, ValueError) as e:
+        raise UserError(f"testbed: {inventory.path}: bad setting ({e})") from None
+
+
+def flink_testbed(inventory: Inventory, log: Callable[[str], None] | None = None) -> FlinkTestbed:
+    """The Flink testbed of an inventory, deploying through its playbook when a budget needs it."""
+    settings = flink_settings(inventory)
+    service = FlinkService(inventory, log)
+    return FlinkTestbed(settings, deploy=lambda budget: service.deploy(budget, settings.source_parallelism), log=log)

@@ -1,0 +1,177 @@
+"""Reading a Flink job's task metrics from Prometheus, and one window's raw series -> a Measurement.
+
+Two parts, kept apart so that the arithmetic can be tested without a server:
+
+* :class:`PrometheusReader` fetches the raw samples of a metric for a job inside a window, each with
+  its own scrape time, and retries an unreachable server until a deadline.
+* :func:`window_measurement` is pure: the window's counters (:class:`WindowSeries`) and which Flink
+  vertices are the planner's operators (:class:`JobVertices`) -> the window's Measurement, through
+  :mod:`streambed.metrics.window`. Rates are counter differences between the first and last samples
+  of the window, never the smoothed ``*PerSecond`` gauges, which lag by tens of seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import MetricsMissing, TestbedUnreachable
+from ..model import Measurement
+from . import window
+
+TaskKey = tuple[str, str]
+"""(task id, subtask index): one task of a job, as Flink's reporter labels it."""
+Samples = list[tuple[float, float]]
+"""(scrape time, value) pairs, in time order."""
+TaskSeries = Mapping[TaskKey, Samples]
+
+BUSY = "flink_taskmanager_job_task_accumulateBusyTimeMs"
+BACKPRESSURED = "flink_taskmanager_job_task_accumulateBackPressuredTimeMs"
+RECORDS_IN = "flink_taskmanager_job_task_numRecordsIn"
+RECORDS_OUT = "flink_taskmanager_job_task_numRecordsOut"
+PENDING = "flink_taskmanager_job_task_operator_pendingRecords"
+"""The source's own gauge: records its rate limiter has not emitted yet."""
+
+ATTEMPT_S = 10.0
+"""Longest wait for one answer of Prometheus (a window's query answers in milliseconds)."""
+AGGREGATION_S = 5.0
+"""The paper's 5-s aggregation of emitted rates, for the window's variation (section IV)."""
+SATURATED_BUSY = 0.9
+"""Source tasks busier than this, and behind their target, capped the window themselves."""
+
+
+@dataclass(frozen=True)
+class JobVertices:
+    """Which vertices of a Flink job are the planner's operators, and which are its sources."""
+
+    operators: tuple[tuple[str, str], ...]
+    """(operator name, vertex id), in topological order: the order of the Measurement's operators."""
+    sources: tuple[str, ...]
+    """Vertex ids of the sources: they emit the achieved rate and are not operators of the budget."""
+
+
+@dataclass(frozen=True)
+class WindowSeries:
+    """The raw samples of one window, per metric, by task."""
+
+    busy: TaskSeries
+    backpressured: TaskSeries
+    records_in: TaskSeries
+    records_out: TaskSeries
+    pending: TaskSeries
+
+
+class PrometheusReader:
+    """Raw samples of a Prometheus server, retried until ``timeout_s`` has passed."""
+
+    def __init__(self, url: str, timeout_s: float = 30.0, attempt_s: float = ATTEMPT_S):
+        from prometheus_api_client import PrometheusConnect  # the client imports slowly; only a Flink testbed needs it
+        from urllib3.util.retry import Retry
+
+        self.url = url
+        self.timeout_s = timeout_s
+        # Several attempts fit in the deadline, however short: a server that answers late is retried.
+        self.attempt_s = min(attempt_s, timeout_s / 3)
+        # No retries inside the client (its default backs off for seconds): series() retries up to its deadline.
+        self._client = PrometheusConnect(url=url, disable_ssl=True, timeout=self.attempt_s, retry=Retry(total=0))
+
+    def series(self, metric: str, job_id: str, t0: float, t1: float) -> dict[TaskKey, Samples]:
+        """Raw samples of ``metric`` for the job in (t0, t1], by (task_id, subtask_index).
+
+        A range selector evaluated at t1 returns the samples with their own scrape times; a range
+        query would stamp them with step-aligned evaluation times, an error of up to one scrape
+        interval at each end of a window a few seconds long."""
+        q = f'{metric}{{job_id="{job_id}"}}[{max(1, math.ceil((t1 - t0) * 1000))}ms]'
+        # Attempts of attempt_s each (the client's own timeout), none started past the deadline.
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                data = self._client.custom_query(q, params={"time": f"{t1:.3f}"})
+                break
+            except Exception as e:  # noqa: BLE001 - the client raises several types
+                if time.monotonic() + self.attempt_s + 1.0 > deadline:
+                    raise TestbedUnreachable(f"Prometheus at {self.url} does not answer after "
+                                             f"{self.timeout_s:.0f} s ({type(e).__name__})") from None
+                time.sleep(1.0)
+        out = {}
+        for s in data:
+            lab = s["metric"]
+            key = (lab.get("task_id", ""), lab.get("subtask_index", "0"))
+            out[key] = [(float(t), float(v)) for t, v in s["values"]]
+        return out
+
+    def window(self, job_id: str, t0: float, t1: float) -> WindowSeries:
+        """Every series a window's measurement needs."""
+        return WindowSeries(*(self.series(metric, job_id, t0, t1)
+                              for metric in (BUSY, BACKPRESSURED, RECORDS_IN, RECORDS_OUT, PENDING)))
+
+
+def window_measurement(series: WindowSeries, vertices: JobVertices, *, job: str, t0: float, t1: float,
+                       target_rate: float, sample_period: float) -> Measurement:
+    """The measurement of the window (t0, t1] of ``job`` at ``target_rate`` from its raw series.
+
+    Raises MetricsMissing (naming ``job``) when a task has fewer than two samples or its samples do
+    not cover the window within two scrape intervals (``sample_period``) at either end, or when an
+    operator or the source has no series: a partial window never passes for a measurement (the
+    estimator discards it, section IV)."""
+    gap = 2 * sample_period + 1.0
+
+    def rate(task_series: TaskSeries, key: TaskKey) -> float:
+        pts = task_series.get(key)
+        if not pts or len(pts) < 2 or pts[-1][0] <= pts[0][0]:
+            raise MetricsMissing(f"{job}: no samples of task {key[0]}[{key[1]}] in the window")
+        # A task whose series stops early (its TaskManager lost, a scrape failing) would give a
+        # rate over part of the window only: the window is refused instead.
+        if pts[0][0] > t0 + gap or pts[-1][0] < t1 - gap:
+            raise MetricsMissing(f"{job}: the samples of task {key[0]}[{key[1]}] cover only "
+                                 f"{pts[0][0] - t0:+.0f}..{pts[-1][0] - t1:+.0f} s of the window "
+                                 f"(TaskManager lost or Prometheus not scraping?)")
+        return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
+
+    names, parallelism = [], []
+    b_all, bp_all, in_all, out_all = [], [], [], []
+    for name, vertex in vertices.operators:
+        keys = sorted((k for k in series.busy if k[0] == vertex), key=lambda k: int(k[1]))
+        if not keys:
+            raise MetricsMissing(f"{job}: no metrics for operator {name}")
+        names.append(name)
+        parallelism.append(len(keys))
+        # ms per second -> fraction; clamped, as counter differences of an idle task can round below 0
+        b_all += [min(1.0, max(0.0, rate(series.busy, k) / 1000.0)) for k in keys]
+        bp_all += [min(1.0, max(0.0, rate(series.backpressured, k) / 1000.0)) for k in keys]
+        in_all += [rate(series.records_in, k) for k in keys]
+        out_all += [rate(series.records_out, k) for k in keys]
+    src_keys = [k for k in series.records_out if k[0] in vertices.sources]
+    if not src_keys:
+        raise MetricsMissing(f"{job}: no metrics for the source")
+    pts = [series.records_out[k] for k in src_keys]
+    # Emission over the span every source task covers, interpolated between scrapes.
+    start = max(p[0][0] for p in pts)
+    end = min(p[-1][0] for p in pts)
+    emitted = sum(np.interp(end, *zip(*p)) - np.interp(start, *zip(*p)) for p in pts)
+    src_busy = float(np.mean([rate(series.busy, k) for k in src_keys])) / 1000.0
+    times = np.arange(start + AGGREGATION_S, end + 1e-9, AGGREGATION_S)
+    edges = [start, *times]
+    per_sample = [sum(np.interp(b, *zip(*p)) - np.interp(a, *zip(*p)) for p in pts) / (b - a)
+                  for a, b in zip(edges, edges[1:])]
+    pend = list(series.pending.values())
+    pending_at = (lambda t: float(sum(np.interp(t, *zip(*p)) for p in pend))) if pend else (lambda t: 0.0)
+    offered = target_rate * (end - start)
+    ops_metrics = window.operator_metrics(names, parallelism, np.array(b_all), np.array(bp_all),
+                                          np.array(in_all), np.array(out_all))
+    achieved = emitted / (end - start) if end > start else 0.0
+    # Pending records at every 5-s mark and at the window's end: a window shorter than 5 s, or
+    # one that ends between marks, still has its pending records at its end and their slope.
+    pending_times = [*times, end] if not len(times) or times[-1] < end - 1e-6 else list(times)
+    return window.measurement(
+        start=start, end=end, target_rate=target_rate, emitted=emitted, offered=offered,
+        sample_times=pending_times, sample_emitted_rates=per_sample,
+        sample_pending=[pending_at(t) for t in pending_times],
+        pending_start=pending_at(start), operators=ops_metrics,
+        # The sources, not the job, capped emission: busy, not held back, and behind their target.
+        source_saturated=bool(src_busy > SATURATED_BUSY and achieved < 0.99 * target_rate))
+

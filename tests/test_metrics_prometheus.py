@@ -1,0 +1,181 @@
+"""Prometheus collection: the reader against a stand-in server, and raw series -> Measurement on
+hand-made series (no Flink, no Prometheus)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import urllib.parse
+
+import pytest
+
+from streambed.errors import MetricsMissing
+from streambed.metrics.prometheus import (BACKPRESSURED, BUSY, PENDING, RECORDS_IN, RECORDS_OUT, JobVertices,
+                                          PrometheusReader, WindowSeries, window_measurement)
+
+T0, T1 = 100.0, 130.0
+TIMES = [T0 + 1.0 + i for i in range(30)]  # one scrape a second, in (T0, T1]
+Q = JobVertices(operators=(("Calc#1", "calc"), ("Sink#2", "sink")), sources=("src",))
+
+
+def counter(per_second: float, times=TIMES) -> list[tuple[float, float]]:
+    """A counter growing at ``per_second``, sampled at ``times``."""
+    return [(t, per_second * (t - T0)) for t in times]
+
+
+def series(**changes) -> WindowSeries:
+    """A window of q1 at 1,000 events/s asked: the source emits 900/s, 95 % busy; two Calc tasks."""
+    base = dict(
+        busy={("src", "0"): counter(950), ("calc", "0"): counter(500), ("calc", "1"): counter(300),
+              ("sink", "0"): counter(100)},
+        backpressured={("src", "0"): counter(0), ("calc", "0"): counter(0), ("calc", "1"): counter(0),
+                       ("sink", "0"): counter(0)},
+        records_in={("src", "0"): counter(0), ("calc", "0"): counter(450), ("calc", "1"): counter(450),
+                    ("sink", "0"): counter(900)},
+        records_out={("src", "0"): counter(900), ("calc", "0"): counter(450), ("calc", "1"): counter(450),
+                     ("sink", "0"): counter(0)},
+        pending={("src", "0"): [(t, 100.0 * (t - T0)) for t in TIMES]},
+    )
+    base.update(changes)
+    return WindowSeries(**base)
+
+
+def measure(s: WindowSeries, target: float = 1000.0):
+    return window_measurement(s, Q, job="job1", t0=T0, t1=T1, target_rate=target, sample_period=1.0)
+
+
+def test_a_window_is_counter_differences_per_operator():
+    m = measure(series())
+    assert (m.start, m.end) == (TIMES[0], TIMES[-1])
+    assert m.achieved_rate == pytest.approx(900)
+    assert m.target_rate == pytest.approx(1000)
+    assert m.achieved_cv == pytest.approx(0, abs=1e-9)
+    calc, sink = m.operators
+    assert (calc.operator, calc.parallelism, sink.operator, sink.parallelism) == ("Calc#1", 2, "Sink#2", 1)
+    assert calc.input_rate == pytest.approx(900) and sink.input_rate == pytest.approx(900)
+    assert calc.busyness == pytest.approx(0.4) and calc.busyness_max == pytest.approx(0.5)
+    assert calc.task_busyness == pytest.approx((0.5, 0.3))
+    assert sink.busyness == pytest.approx(0.1)
+    # the source's gauge: 100 at the start, growing by 100 records a second
+    assert m.pending_start == pytest.approx(100) and m.pending_end == pytest.approx(3000)
+    assert m.pending_slope == pytest.approx(100)
+
+
+def test_tasks_are_ordered_by_subtask_number_and_busyness_is_clamped():
+    busy = {("src", "0"): counter(950), ("calc", "2"): counter(700), ("calc", "10"): counter(-5),
+            ("sink", "0"): counter(1200)}
+    both = {k: counter(450) for k in busy}
+    m = measure(series(busy=busy, backpressured=both, records_in=both, records_out={**both, ("src", "0"): counter(900)}))
+    calc, sink = m.operators
+    assert calc.task_busyness == pytest.approx((0.7, 0.0))  # subtask 2 before 10, a negative difference is 0
+    assert sink.busyness == 1.0
+
+
+@pytest.mark.parametrize("busy, emitted, saturated", [
+    (950, 900, True),    # busy and behind its target: the source capped the window
+    (500, 900, False),   # behind, but not busy: the job held it back
+    (950, 995, False),   # busy, but it kept up
+])
+def test_source_saturation_needs_a_busy_source_behind_its_target(busy, emitted, saturated):
+    s = series()
+    s = WindowSeries(busy={**s.busy, ("src", "0"): counter(busy)}, backpressured=s.backpressured,
+                     records_in=s.records_in, records_out={**s.records_out, ("src", "0"): counter(emitted)},
+                     pending=s.pending)
+    assert measure(s).source_saturated is saturated
+
+
+def test_without_pending_records_the_source_has_none():
+    m = measure(series(pending={}))
+    assert (m.pending_start, m.pending_end, m.pending_slope) == (0.0, 0.0, 0.0)
+
+
+def test_an_operator_without_series_is_missing_metrics():
+    s = series()
+    busy = {k: v for k, v in s.busy.items() if k[0] != "sink"}
+    with pytest.raises(MetricsMissing, match=r"^job1: no metrics for operator Sink#2$"):
+        measure(series(busy=busy))
+
+
+def test_a_task_with_one_sample_is_missing_metrics():
+    s = series()
+    with pytest.raises(MetricsMissing, match=r"^job1: no samples of task calc\[1\] in the window$"):
+        measure(series(records_in={**s.records_in, ("calc", "1"): counter(450)[:1]}))
+
+
+def test_a_task_whose_series_stops_early_refuses_the_window():
+    s = series()
+    stopped = counter(300, TIMES[:20])  # the last 10 s missing (a TaskManager lost)
+    with pytest.raises(MetricsMissing, match=r"samples of task calc\[1\] cover only \+1\.\.-10 s of the window"):
+        measure(series(busy={**s.busy, ("calc", "1"): stopped}))
+    # within two scrape intervals of either end is a whole window
+    assert measure(series(busy={**s.busy, ("calc", "1"): counter(300, TIMES[:-2])})).operators[0].parallelism == 2
+
+
+def test_a_window_without_the_source_is_missing_metrics():
+    s = series()
+    out = {k: v for k, v in s.records_out.items() if k[0] != "src"}
+    with pytest.raises(MetricsMissing, match=r"^job1: no metrics for the source$"):
+        measure(series(records_out=out))
+
+
+# -- the reader ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def prometheus():
+    """A stand-in for Prometheus' /api/v1/query: answers 503 ``fail_first`` times, then a matrix whose
+    values say which metric was asked (busy 1, back-pressured 2, in 3, out 4, pending 5)."""
+    value = {BUSY: 1, BACKPRESSURED: 2, RECORDS_IN: 3, RECORDS_OUT: 4, PENDING: 5}
+    state = {"queries": [], "fail_first": 0}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(self.path).query))
+            state["queries"].append(params)
+            if len(state["queries"]) <= state["fail_first"]:
+                self.send_response(503)
+                self.end_headers()
+                return
+            v = value[params["query"].split("{", 1)[0]]
+            result = [{"metric": {"task_id": "calc", "subtask_index": str(i), "job_id": "abc"},
+                       "values": [[1001.5, str(v * 10)], [1004.5, str(v * 40)]]} for i in (0, 1)]
+            data = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
+    finally:
+        server.shutdown()
+
+
+def test_the_reader_asks_for_raw_samples_of_the_job_in_the_window(prometheus):
+    url, state = prometheus
+    samples = PrometheusReader(url, timeout_s=5).series(RECORDS_OUT, "abc", 1000.0, 1005.0)
+    # a range selector at the window's end: raw samples with their own scrape times
+    assert state["queries"] == [{"query": f'{RECORDS_OUT}{{job_id="abc"}}[5000ms]', "time": "1005.000"}]
+    assert samples == {("calc", "0"): [(1001.5, 40.0), (1004.5, 160.0)],
+                       ("calc", "1"): [(1001.5, 40.0), (1004.5, 160.0)]}
+
+
+def test_a_window_reads_each_metric_into_its_own_field(prometheus):
+    url, _ = prometheus
+    w = PrometheusReader(url, timeout_s=5).window("abc", 1000.0, 1005.0)
+    firsts = [f[("calc", "0")][0][1] for f in (w.busy, w.backpressured, w.records_in, w.records_out, w.pending)]
+    assert firsts == [10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_the_reader_retries_until_prometheus_answers(prometheus):
+    url, state = prometheus
+    state["fail_first"] = 2
+    samples = PrometheusReader(url, timeout_s=10).series(BUSY, "abc", 1000.0, 1005.0)
+    assert len(state["queries"]) == 3
+    assert samples[("calc", "1")] == [(1001.5, 10.0), (1004.5, 40.0)]
