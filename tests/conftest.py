@@ -1,7 +1,11 @@
 """Shared test settings."""
 
+import contextlib
+import http.server
+import json
 import os
 import socket
+import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -16,3 +20,30 @@ def port_open(port: int, host: str = "localhost") -> bool:
             return True
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def json_server(answer):
+    """A stand-in HTTP server on a free local port: ``answer(path)`` gives (status, JSON body or None) for
+    each GET. Yields the base URL and port."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            status, body = answer(self.path)
+            data = b"" if body is None else json.dumps(body).encode()
+            self.send_response(status)
+            if body is not None:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        server.shutdown()

@@ -2,6 +2,8 @@
 
 import pytest
 
+from conftest import json_server
+
 from streambed.errors import UserError
 from streambed.testbed.flink import parse_declared_graph, plan_operators, short_name
 
@@ -126,32 +128,14 @@ def test_an_unreachable_prometheus_is_a_clear_error_within_the_timeout(tmp_path,
 def metrics_server():
     """A REST API whose metric store knows the job's numRestarts only from the ``known_after``-th call on,
     as Flink's does for a job younger than its metric fetcher's refresh interval."""
-    import http.server
-    import json
-    import threading
-
     state = {"calls": 0, "known_after": 3}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            state["calls"] += 1
-            body = [] if state["calls"] < state["known_after"] else [{"id": "numRestarts", "value": "2"}]
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path):
+        state["calls"] += 1
+        return 200, [] if state["calls"] < state["known_after"] else [{"id": "numRestarts", "value": "2"}]
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1], state
-    finally:
-        server.shutdown()
+    with json_server(answer) as (_, port):
+        yield port, state
 
 
 def _run_of_q1():

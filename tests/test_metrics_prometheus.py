@@ -3,12 +3,11 @@ hand-made series (no Flink, no Prometheus)."""
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 import urllib.parse
 
 import pytest
+
+from conftest import json_server
 
 from streambed.errors import MetricsMissing
 from streambed.metrics.prometheus import (BACKPRESSURED, BUSY, PENDING, RECORDS_IN, RECORDS_OUT, JobVertices,
@@ -128,33 +127,18 @@ def prometheus():
     value = {BUSY: 1, BACKPRESSURED: 2, RECORDS_IN: 3, RECORDS_OUT: 4, PENDING: 5}
     state = {"queries": [], "fail_first": 0}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(self.path).query))
-            state["queries"].append(params)
-            if len(state["queries"]) <= state["fail_first"]:
-                self.send_response(503)
-                self.end_headers()
-                return
-            v = value[params["query"].split("{", 1)[0]]
-            result = [{"metric": {"task_id": "calc", "subtask_index": str(i), "job_id": "abc"},
-                       "values": [[1001.5, str(v * 10)], [1004.5, str(v * 40)]]} for i in (0, 1)]
-            data = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path):
+        params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(path).query))
+        state["queries"].append(params)
+        if len(state["queries"]) <= state["fail_first"]:
+            return 503, None
+        v = value[params["query"].split("{", 1)[0]]
+        result = [{"metric": {"task_id": "calc", "subtask_index": str(i), "job_id": "abc"},
+                   "values": [[1001.5, str(v * 10)], [1004.5, str(v * 40)]]} for i in (0, 1)]
+        return 200, {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
+    with json_server(answer) as (url, _):
+        yield url, state
 
 
 def test_the_reader_asks_for_raw_samples_of_the_job_in_the_window(prometheus):
