@@ -11,7 +11,7 @@ import sys
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.truth import GroundTruth
 
-CASES = {"q1": [2, 16, 48, 178], "q2": [2, 6, 48], "q5": [9, 16, 48, 200], "q8": [9, 12, 16, 24, 32, 48, 100, 176],
+CASES = {"q1": [2, 16, 48, 178], "q2": [2, 6, 48], "q5": [9, 16, 48, 200, 2000, 20000, 100000], "q8": [9, 12, 16, 24, 32, 48, 100, 176],
          "q11": [4, 16, 48, 541]}
 
 

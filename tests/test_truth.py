@@ -56,3 +56,46 @@ def test_analytic_profiles_reach_their_formula():
     gt = GroundTruth(prof, FAST)
     for slots in (9, 48):
         assert gt.true_mst(slots, 4096).mst == pytest.approx(prof.analytic.capacity(4096, slots), rel=0.01)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slots", [2_000, 20_000])
+def test_engine_and_capacity_model_agree_at_production_scale(slots):
+    """One oracle: at 20,000 slots q5's 6,560 filter tasks buffer minutes of an overload, and a truth that
+    counted what the source emitted (not what the job processed) read 1.86 M against the hot-key bound
+    of 1.47 M. Both truths must name the same MST at every scale (bench/sim_agreement.py sweeps to
+    the sim's limit of 100,000 slots)."""
+    gt = GroundTruth(load_profile("q5"))
+    t = gt.true_mst(slots, 4096)
+    assert t.mst == pytest.approx(t.model_mst, rel=0.01)
+
+
+def test_an_overload_the_buffers_absorb_is_not_sustained():
+    """Emitted is not processed: 10 % above q5's hot-key bound at 20,000 slots the source still
+    emits all it is offered for 300 s, because the job's buffers keep filling."""
+    gt = GroundTruth(load_profile("q5"))
+    config, cap = gt.model(4096).best_configuration(20_000)
+    warmed = gt._warmed(config, 4096, 1.1 * cap.mst)
+    b0 = warmed.backlog
+    e0, o0 = warmed.emitted_total, warmed.offered_total
+    warmed.advance(60)
+    assert warmed.emitted_total - e0 >= 0.998 * (warmed.offered_total - o0)  # the source is not held back...
+    assert warmed.backlog - b0 > 0.05 * (warmed.offered_total - o0)  # ...but the records pile up inside
+    assert not gt._sustains(gt._warmed(config, 4096, 1.1 * cap.mst), 1.1 * cap.mst)
+
+
+def test_keyed_operators_stay_within_flinks_max_parallelism():
+    """Flink refuses a keyed operator with more tasks than its max parallelism (at most 32,768 key
+    groups): the best configuration of 100,000 slots spends the rest elsewhere, and the sim refuses
+    to start a configuration that exceeds it."""
+    from streambed.model import Budget, Configuration
+    from streambed.testbed.sim.testbed import SimSettings, SimTestbed
+
+    profile = load_profile("q5")
+    config, _ = GroundTruth(profile).model(4096).best_configuration(100_000)
+    assert config["GroupWindowAggregate#2"] <= 32_768 and config.slots == 100_000
+    tb = SimTestbed(profile, SimSettings(max_slots=40_000))
+    too_many = {**config.as_dict(), "GroupWindowAggregate#2": 32_769, "Calc#1": 1}
+    tb.prepare(Budget(sum(too_many.values()), 4096))
+    with pytest.raises(UserError, match="at most 32,768 tasks"):
+        tb.start("q5", Configuration.of(profile.query(), too_many), 1e5)

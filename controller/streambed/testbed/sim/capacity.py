@@ -141,6 +141,14 @@ class CapacityModel:
     def _is_keyed(self, op: OperatorSpec) -> bool:
         return any(i.partitioning == "hash" for i in op.inputs)
 
+    def parallelism_limit(self, name: str, slots: int) -> int:
+        """The most tasks operator ``name`` may get in a budget of ``slots``: one slot for each other
+        operator, and for a keyed operator no more than its max parallelism (Flink refuses more)."""
+        limit = slots - len(self.profile.operators) + 1
+        if self._is_keyed(self.profile.operator(name)):
+            limit = min(limit, self.streams[name].parallelism_limit)
+        return limit
+
     def operator_capacity(self, name: str, parallelism: int) -> float:
         """Source rate (events/s) that operator ``name`` at ``parallelism`` sustains alone: its task
         rate over the load its most loaded task receives per source event (stragglers aside)."""
@@ -175,9 +183,10 @@ class CapacityModel:
     # ------------------------------------------------------------------------------------------
     # Best configuration of a slot budget.
 
-    def _min_parallelism(self, name: str, rate: float, limit: int) -> int | None:
-        """Smallest parallelism (<= limit) at which operator ``name`` sustains ``rate``."""
+    def _min_parallelism(self, name: str, rate: float, slots: int) -> int | None:
+        """Smallest parallelism (within parallelism_limit) at which operator ``name`` sustains ``rate``."""
         op = self.profile.operator(name)
+        limit = self.parallelism_limit(name, slots)
         if not self._is_keyed(op):
             need = max(1, math.ceil(rate * self.ratios[name] / self.rates[name] - 1e-9))
             return need if need <= limit else None
@@ -192,7 +201,7 @@ class CapacityModel:
                 lo = mid + 1
         return lo
 
-    def _smallest_configuration(self, names: list[str], rate: float, limit: int, slots: int) -> dict[str, int] | None:
+    def _smallest_configuration(self, names: list[str], rate: float, slots: int) -> dict[str, int] | None:
         """Fewest slots per operator that sustain ``rate``, or None if more than ``slots`` are needed.
 
         Each operator first gets the least parallelism its task rate and skew allow; then, while
@@ -200,7 +209,7 @@ class CapacityModel:
         where a slot removes the most loss (fewer records per task make shorter firings)."""
         need = {}
         for n in names:
-            p = self._min_parallelism(n, rate, limit)
+            p = self._min_parallelism(n, rate, slots)
             if p is None:
                 return None
             need[n] = p
@@ -214,7 +223,7 @@ class CapacityModel:
             for n in self._window_names:
                 # Key-group plateaus can make one more task useless (same hottest share, one more
                 # chance of a straggler): look ahead to the next parallelism that helps.
-                for k in range(1, spare + 1):
+                for k in range(1, min(spare, self.parallelism_limit(n, slots) - need[n]) + 1):
                     after = self.straggler_loss(n, need[n] + k, rate)
                     if after < loss[n]:
                         gain = (loss[n] - after) / k
@@ -239,13 +248,12 @@ class CapacityModel:
         query = self.profile.query()
         names = list(query.operators)
         check_slots(slots, len(names), query=query.name)
-        limit = slots - len(names) + 1
-        hi = min(self.operator_capacity(n, limit) for n in names)
+        hi = min(self.operator_capacity(n, self.parallelism_limit(n, slots)) for n in names)
         lo = 0.0
         best = {n: 1 for n in names}
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            need = self._smallest_configuration(names, mid, limit, slots)
+            need = self._smallest_configuration(names, mid, slots)
             if need is not None:
                 lo, best = mid, need
             else:
@@ -255,11 +263,17 @@ class CapacityModel:
         spare = slots - sum(best.values())
         candidates = []
         for n in names:
+            room = self.parallelism_limit(n, slots) - best[n]
+            if room < spare:
+                continue  # a keyed operator at its max parallelism takes no more tasks
             trial = dict(best)
             trial[n] += spare
             cfg = Configuration.of(query, trial)
             candidates.append((self.capacity(cfg).mst, -names.index(n), cfg))
-        _, _, cfg = max(candidates, key=lambda c: (c[0], c[1]))
+        if not candidates:  # every operator keyed and at its limit: the spare slots stay unused
+            cfg = Configuration.of(query, best)
+        else:
+            _, _, cfg = max(candidates, key=lambda c: (c[0], c[1]))
         return cfg, self.capacity(cfg)
 
 

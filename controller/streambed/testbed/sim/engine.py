@@ -166,6 +166,11 @@ class Engine:
             if src > 0:
                 out_sigma[src - 1] = max(out_sigma[src - 1], sigma)
         self.out_sigma = np.repeat(out_sigma, par)
+        # Source events per record waiting at each task (0 where an operator receives nothing): the
+        # job's backlog in the source's units, whatever the selectivities between.
+        op_ratio = np.array([ratios[o.name] for o in ops])
+        self.events_per_record = np.repeat(np.where(op_ratio > 0, 1.0 / np.where(op_ratio > 0, op_ratio, 1.0), 0.0),
+                                           par)
 
         # Windows.
         self.is_window = per_task([o.window is not None for o in ops]) > 0
@@ -232,6 +237,13 @@ class Engine:
     @property
     def pending(self) -> float:
         return self.offered_total - self.emitted_total
+
+    @property
+    def backlog(self) -> float:
+        """Records inside the job (input buffers and undelivered window bursts), in source events: what
+        the source emitted that the job has not processed yet. A job that keeps up holds it steady; an
+        overloaded one grows it until its buffers are full, and only then holds back the source."""
+        return float(np.dot(self.buf + self.emit_queue, self.events_per_record))
 
     def set_rate(self, rate: float) -> None:
         self.target_rate = max(0.0, float(rate))

@@ -66,11 +66,20 @@ class KeyedStream:
         self._shares = lru_cache(maxsize=4096)(self._compute_shares)
 
     def max_parallelism(self, parallelism: int) -> int:
+        """Key groups of the operator started at ``parallelism`` (the profile's, else Flink's default)."""
         if self.fixed_max_parallelism is not None:
-            return max(self.fixed_max_parallelism, parallelism)
+            return self.fixed_max_parallelism
         return flink_default_max_parallelism(parallelism)
 
+    @property
+    def parallelism_limit(self) -> int:
+        """The most tasks a keyed operator may have: Flink refuses a parallelism above the operator's
+        max parallelism, which is at most 32,768 key groups."""
+        return self.fixed_max_parallelism or FLINK_MAX_MAX_PARALLELISM
+
     def _compute_shares(self, parallelism: int) -> np.ndarray:
+        if parallelism > self.parallelism_limit:
+            raise ValueError(f"parallelism {parallelism} exceeds the max parallelism {self.parallelism_limit}")
         mp = self.max_parallelism(parallelism)
         if mp not in self._mass:
             self._mass[mp] = key_group_mass(self._weights, self._hashes, mp)

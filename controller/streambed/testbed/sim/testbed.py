@@ -87,6 +87,11 @@ class SimTestbed:
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
         q = self.query(query)
         check_start(self._budget, configuration)
+        for name, stream in self._streams.items():
+            if configuration[name] > stream.parallelism_limit:
+                # Flink refuses to submit such a job: a keyed operator has at most max-parallelism tasks
+                raise UserError(f"configuration: {name} is keyed and Flink allows it at most {stream.parallelism_limit:,} "
+                                f"tasks (its max parallelism), got {configuration[name]:,}")
         self._counter += 1
         run_id = f"sim-{self._counter}"
         seed = int(np.random.SeedSequence([self.settings.seed, self._counter]).generate_state(1)[0])
