@@ -72,6 +72,7 @@ SCRATCH_FILES = {
     "plan-text-parallelism.json": _plan({"slots": 2, "configuration": {"Calc#1": "1", "Sink#2": 1}}),
     "plan-negative-rate.json": _plan({}, rate=-5),
     "plan-zero-rate.json": _plan({}, rate=0),
+    "plan-q1.json": _plan({}),
 }
 
 
@@ -144,6 +145,10 @@ BAD_INPUT = [
     ("unknown-command", ["frobnicate"], ["'frobnicate'", "measure"]),
     ("unknown-sim-command", ["sim", "frobnicate"], ["'frobnicate'", "profiles"]),
     ("missing-required-option", ["sim", "truth", "--profile", "q1", "--slots", "4"], ["required", "--memory"]),
+    ("truth-needs-a-configuration", ["sim", "truth", "--profile", "q1", "--memory", "4096"],
+     ["--slots", "--config", "--plan"]),
+    ("truth-plan-of-another-query", ["sim", "truth", "--profile", "q5", "--plan", "plan-q1.json",
+                                     "--memory", "4096"], ["--plan", "plans q1", "q5"]),
     ("measure-missing-query", ["measure", "--rates", "1e6"], ["required", "--query"]),
     ("no-command", [], ["required", "command"]),
     # --seed: numpy takes no negative seed; refused while parsing, before any campaign exists
@@ -314,6 +319,21 @@ def test_sim_truth_json(tmp_path):
     assert t["mst"] > 0
     assert t["model_mst"] == pytest.approx(t["mst"], rel=0.02)
     assert t["bottleneck"] in t["configuration"]
+
+
+def test_sim_truth_of_a_given_configuration_and_of_a_plans_own(tmp_path):
+    """Anyone can check a plan: the truth of the configuration it gives, against the rate it is for."""
+    given = json_result(streambed("sim", "truth", "--profile", "q1", "--config", "Calc#1=3,Sink#2=1",
+                                  "--memory", "4096", "--json", cwd=tmp_path))
+    assert given["configuration"] == {"Calc#1": 3, "Sink#2": 1} and given["slots"] == 4
+    assert given["mst"] == pytest.approx(given["model_mst"], rel=0.01)
+    # q1's Calc#1 sustains 1.65 M events/s per task: 3 tasks are the bottleneck of this configuration
+    assert given["bottleneck"] == "Calc#1" and given["mst"] == pytest.approx(3 * 1.65e6, rel=0.01)
+    for rate, holds in ((4e6, True), (6e6, False)):
+        (tmp_path / "plan.json").write_text(_plan({"configuration": {"Calc#1": 3, "Sink#2": 1}, "slots": 4}, rate=rate))
+        d = json_result(streambed("sim", "truth", "--profile", "q1", "--plan", "plan.json", "--memory", "4096",
+                                  "--json", cwd=tmp_path))
+        assert d["mst"] == pytest.approx(given["mst"]) and d["rate"] == rate and d["sustains_rate"] is holds
 
 
 def test_sim_min_slots_json(tmp_path):

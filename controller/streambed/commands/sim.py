@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..campaigns.settings import DEFAULT_MEMORY_MB
 from ..errors import UserError
-from ..testbed.sim.truth import TruthSettings
 from ..model import Budget
 from ..report.console import Output
+from ..testbed.sim.truth import TruthSettings
 from .args import Parser, name_list, non_negative_int, non_negative_seconds, operator_pairs, positive_int, positive_number
 from .common import output_options
 
@@ -27,9 +29,12 @@ def register(sub) -> None:
     output_options(sp)
     sp.set_defaults(func=cmd_sim_check)
 
-    sp = simsub.add_parser("truth", help="true MST of the best configuration of a budget")
+    sp = simsub.add_parser("truth", help="true MST of the best configuration of a budget, or of a given one")
     sp.add_argument("--profile", required=True, help="shipped profile name (q1, q5, ...) or YAML path")
-    sp.add_argument("--slots", required=True, type=positive_int)
+    g = sp.add_mutually_exclusive_group(required=True)
+    g.add_argument("--slots", type=positive_int, help="the best configuration of this many slots")
+    g.add_argument("--config", type=operator_pairs, help="this configuration: operator=parallelism pairs")
+    g.add_argument("--plan", type=Path, help="the configuration a plan.json gives for --memory (and its rate)")
     sp.add_argument("--memory", required=True, type=positive_int, help="MB per slot")
     output_options(sp)
     sp.set_defaults(func=cmd_sim_truth)
@@ -90,18 +95,48 @@ def _ground_truth(args):
     return GroundTruth(load_profile(args.profile, option="--profile"), settings)
 
 
+def _given_configuration(args, query):
+    """--config, or the configuration --plan gives for --memory; with the rate it is to sustain (or None)."""
+    from ..campaigns.base import configuration_of
+    from ..records import read_plan
+
+    if args.config:
+        return configuration_of(query, args.config), None
+    plan = read_plan(args.plan)
+    if plan.query != query.name:
+        raise UserError(f"--plan: {args.plan} plans {plan.query}, not the profile's query {query.name}")
+    try:
+        entry = plan.entry(args.memory)
+    except KeyError:
+        raise UserError(f"--memory: {args.plan} has no budget for {args.memory} MB per slot") from None
+    if entry.configuration is None:
+        raise UserError(f"--plan: the plan found no budget for {args.memory} MB per slot (unreachable rate)")
+    return configuration_of(query, entry.configuration, "--plan"), plan.rate
+
+
 def cmd_sim_truth(args, out: Output) -> None:
     gt = _ground_truth(args)
-    Budget(args.slots, args.memory)  # validates
-    if args.slots > gt.settings.max_slots:
-        raise UserError(f"--slots: expected at most {gt.settings.max_slots} slots, got {args.slots}")
-    with out.progress(f"ground truth of {args.profile}: {args.slots} slots x {args.memory} MB", total=None):
-        truth = gt.true_mst(args.slots, args.memory)
-    out.table(f"Ground truth: {args.profile}, {args.slots} slots of {args.memory} MB",
-              ("quantity", "value"),
-              [("MST (engine), events/s", truth.mst), ("MST (capacity model), events/s", truth.model_mst),
-               ("bottleneck", truth.bottleneck)] + [(f"parallelism {op}", p) for op, p in truth.configuration.parallelism])
-    out.result(truth.to_dict())
+    rate = None
+    if args.slots:
+        Budget(args.slots, args.memory)  # validates
+        if args.slots > gt.settings.max_slots:
+            raise UserError(f"--slots: expected at most {gt.settings.max_slots} slots, got {args.slots}")
+        what = f"{args.slots} slots"
+    else:
+        configuration, rate = _given_configuration(args, gt.profile.query())
+        what = f"configuration {configuration.key()}"
+    with out.progress(f"ground truth of {args.profile}: {what} x {args.memory} MB", total=None):
+        truth = (gt.true_mst(args.slots, args.memory) if args.slots
+                 else gt.configuration_mst(configuration, args.memory))
+    data = truth.to_dict()
+    rows = [("MST (engine), events/s", truth.mst), ("MST (capacity model), events/s", truth.model_mst),
+            ("bottleneck", truth.bottleneck)]
+    if rate is not None:
+        data.update(rate=rate, sustains_rate=truth.mst >= rate, mst_over_rate=truth.mst / rate)
+        rows += [("the plan's rate, events/s", rate), ("MST / rate", truth.mst / rate)]
+    out.table(f"Ground truth: {args.profile}, {truth.slots} slots of {args.memory} MB", ("quantity", "value"),
+              rows + [(f"parallelism {op}", p) for op, p in truth.configuration.parallelism])
+    out.result(data)
 
 
 def cmd_sim_min_slots(args, out: Output) -> None:

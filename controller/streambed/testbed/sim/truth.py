@@ -143,6 +143,13 @@ class GroundTruth:
         mst = self.engine_mst(config, memory_mb, cap.mst)
         return Truth(self.profile.name, slots, int(memory_mb), config, mst, cap.mst, cap.bottleneck)
 
+    def configuration_mst(self, configuration: Configuration, memory_mb: float) -> Truth:
+        """The MST of a given configuration (a plan's own, say), measured as ``true_mst`` measures the best."""
+        cap = self.model(memory_mb).capacity(configuration)
+        mst = self.engine_mst(configuration, memory_mb, cap.mst)
+        return Truth(self.profile.name, configuration.slots, int(memory_mb), configuration, mst, cap.mst,
+                     cap.bottleneck)
+
     def sustains(self, slots: int, memory_mb: float, rate: float) -> bool:
         config, _ = self.model(memory_mb).best_configuration(slots)
         return self._sustains(self._warmed(config, memory_mb, rate), rate)
