@@ -75,3 +75,31 @@ def test_noise_is_overridden_in_memory_only():
 def test_configurations_print_in_operator_order():
     cfg = Configuration((("a", 1), ("b", 3), ("c", 2)))
     assert evaluate.compact(cfg) == "1-3-2"
+
+
+@pytest.mark.parametrize("planned, own, true_min, limit, verdict", [
+    (110, 1.05e6, 100, None, "right"),
+    (125, 1.05e6, 100, None, "right"),          # 1.25x the true minimum still counts
+    (126, 1.05e6, 100, None, "over"),
+    (100, 0.99e6, 100, None, "under"),          # its own configuration falls short, whatever its size
+    (5000, 0.5e6, None, None, "under"),         # a plan for a rate no budget reaches
+    (None, None, None, None, "unreachable (truth agrees)"),
+    (None, None, 3000, 2400, "unreachable (beyond the stated limit)"),
+    (None, None, 2000, 2400, "unreachable (truth reaches it)"),
+    (None, None, 2000, None, "unreachable (truth reaches it)"),
+])
+def test_a_plan_is_judged_by_the_truth_of_its_own_configuration(planned, own, true_min, limit, verdict):
+    assert evaluate.plan_verdict(planned, own, 1e6, true_min, limit) == verdict
+
+
+def test_the_summary_counts_verdicts_and_slot_ratios():
+    rows = [{"verdict": "right", "planned_slots": 110, "true_min": 100},
+            {"verdict": "under", "planned_slots": 90, "true_min": 100},
+            {"verdict": "over", "planned_slots": 300, "true_min": 100},
+            {"verdict": "unreachable (truth agrees)", "planned_slots": None, "true_min": None},
+            {"verdict": "unreachable (truth reaches it)", "planned_slots": None, "true_min": 50}]
+    s = evaluate.summary(rows)
+    assert (s["plans"], s["under"], s["over"], s["right"], s["unreachable_agreed"], s["unreachable_wrong"]) == \
+        (5, 1, 1, 1, 1, 1)
+    assert s["median_slots_over_truth"] == pytest.approx(1.1) and s["worst_slots_over_truth"] == pytest.approx(3.0)
+    assert "1 under-provisioned" in evaluate.summary_line(s)
