@@ -12,7 +12,7 @@ from typing import Protocol
 
 from .errors import UserError
 from .estimator import Estimator
-from .model import Budget, Configuration, Query, SingleTaskMetrics, check_slots
+from .model import Budget, Configuration, Measurement, Query, SingleTaskMetrics, check_slots
 from .policies import ConfigurationPolicy, policy_named
 
 
@@ -54,6 +54,9 @@ class ConfigurationOptimizer:
         self.query = query
         self.policy = policy or policy_named("bids2")
         self._single: dict[int, tuple[SingleTaskMetrics, dict]] = {}
+        self._largest: dict[int, tuple[int, Measurement]] = {}
+        """Per memory per slot, the largest run measured so far (slots, its measurement at the MST):
+        how unevenly its tasks were loaded tells the policy what 1/pi per task hides."""
         self.calls = 0
         """Optimizer calls (the paper's #CO)."""
 
@@ -83,6 +86,8 @@ class ConfigurationOptimizer:
         check_slots(budget.slots, self.query.size, query=self.query.name)
         cached = budget.memory_mb in self._single
         metrics, single_est = self._single_task(budget.memory_mb)
+        if budget.memory_mb in self._largest:
+            metrics = metrics.with_imbalance(self.query, self._largest[budget.memory_mb][1])
         solution = self.policy.configure(metrics, budget.slots)
         cfg = Configuration.of(self.query, solution.parallelism)
         if cfg == Configuration.single_task(self.query) and not cached:
@@ -91,4 +96,6 @@ class ConfigurationOptimizer:
         # Section V: the cache serves BIDS2, but a single-task configuration the explorer asks for
         # again is measured again (runs vary; the explorer repeats points to reduce that noise).
         est = self.estimator.estimate(self.query.name, budget, cfg, key)
+        if est.measurement is not None and cfg.slots >= self._largest.get(budget.memory_mb, (0, None))[0]:
+            self._largest[budget.memory_mb] = (cfg.slots, est.measurement)
         return OptimizerResult(budget, cfg, solution.predicted_rate, est.mst, est.to_dict())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..estimator import Timing
 from ..explorer import ExplorationPoint, check_search_space
-from ..policies import DEFAULT_POLICY, policy_named
+from ..policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, open_ledger, testbed_of
 from .chain import assemble
 from .settings import ExploreSettings
@@ -42,7 +42,7 @@ class ExploreCampaign:
         params = {"testbed": c.testbed.name, "query": self.query.name, "profiles": self.memories, "seed": c.seed,
                   "timing": self.timing.name, "max_slots": self.info.max_slots,
                   "max_measurements": s.max_measurements}
-        if s.policy != DEFAULT_POLICY:
+        if s.policy != PAPER_POLICY:  # a ledger without a policy was recorded with the paper's BIDS2
             params["policy"] = s.policy
         return params
 

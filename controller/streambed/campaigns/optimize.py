@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..estimator import Timing
 from ..model import Budget, check_slots
-from ..policies import DEFAULT_POLICY, policy_named
+from ..policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, open_ledger, testbed_of
 from .chain import assemble
 from .settings import OptimizeSettings
@@ -30,7 +30,7 @@ class OptimizeCampaign:
         c, s = self.settings.campaign, self.settings
         params = {"testbed": c.testbed.name, "query": self.query.name, "memory_mb": s.memory_mb, "slots": s.slots,
                   "seed": c.seed, "timing": self.timing.name}
-        if s.policy != DEFAULT_POLICY:  # campaigns recorded before policies existed resume unchanged
+        if s.policy != PAPER_POLICY:  # a ledger without a policy was recorded with the paper's BIDS2
             params["policy"] = s.policy
         return params
 

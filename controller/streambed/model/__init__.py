@@ -7,6 +7,7 @@
 * :mod:`.testbed`: TestbedInfo, what a testbed offers, and the checks of a budget against it.
 * :mod:`.surrogate`: the fitted model f(M, P) and its features.
 * :mod:`.plan`: Plan and PlanEntry, as plan.json holds them.
+* :mod:`.keygroups`: Flink's key-group rule for keyed operators.
 """
 
 from .measurement import BUSYNESS_FLOOR, Measurement, Observation, OperatorMetrics, OperatorRates, SingleTaskMetrics

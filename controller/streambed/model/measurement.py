@@ -9,7 +9,7 @@ Explorer's data set D (section VI).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from ..errors import UserError
@@ -133,6 +133,21 @@ class OperatorRates:
     """o_i: records/s one task processes when fully busy."""
     input_ratio: float
     """r_i: records into the operator per source event."""
+    keyed: bool = False
+    """Its input is partitioned by key: its tasks follow Flink's key-group rule (model/keygroups.py)."""
+    imbalance: float = 1.0
+    """The busiest task's load over the mean task's (busyness max / mean) in the run the metrics come
+    from; 1 for a single task."""
+    measured_parallelism: int = 1
+    """The operator's parallelism in that run."""
+
+
+def imbalance(om: OperatorMetrics, busyness_floor: float = BUSYNESS_FLOOR) -> float:
+    """The busiest task's load over the mean task's: tasks of one operator work at the same speed, so
+    busyness is load (as Flink's autoscaler reads it when it sizes by the busiest subtask)."""
+    if om.parallelism <= 1 or om.busyness < busyness_floor:
+        return 1.0
+    return max(1.0, om.busyness_max / om.busyness)
 
 
 @dataclass(frozen=True)
@@ -144,13 +159,16 @@ class SingleTaskMetrics:
     operators: tuple[tuple[str, OperatorRates], ...]
     source_rate: float = 0.0
     """The source rate of the run the metrics come from (its MST)."""
+    max_parallelism: int | None = None
+    """The job's max parallelism (key groups) when it sets one; None: Flink's default per operator."""
 
     @classmethod
     def from_measurement(cls, query: Query, memory_mb: int, m: Measurement,
                          busyness_floor: float = BUSYNESS_FLOOR) -> "SingleTaskMetrics":
         """o_i = a task's observed input rate over its busyness (DS2's true processing rate, the
         busyness floored so that an idle operator does not look infinitely fast); r_i = the
-        operator's input rate over the source's rate (a multi-input operator counts all its inputs)."""
+        operator's input rate over the source's rate (a multi-input operator counts all its inputs);
+        and, from a run of several tasks per operator, how much more the busiest task carries."""
         if m.achieved_rate <= 0:
             raise UserError(f"single-task metrics of {query.name}: the run sustained no rate at all")
         ops = []
@@ -158,22 +176,43 @@ class SingleTaskMetrics:
             om = m.operator(name)
             per_task_in = om.input_rate / om.parallelism
             busy = max(om.busyness, busyness_floor)
-            ops.append((name, OperatorRates(true_rate=per_task_in / busy, input_ratio=om.input_rate / m.achieved_rate)))
-        return cls(query.name, int(memory_mb), tuple(ops), m.achieved_rate)
+            ops.append((name, OperatorRates(true_rate=per_task_in / busy, input_ratio=om.input_rate / m.achieved_rate,
+                                            keyed=name in query.keyed, imbalance=imbalance(om, busyness_floor),
+                                            measured_parallelism=om.parallelism)))
+        return cls(query.name, int(memory_mb), tuple(ops), m.achieved_rate, query.max_parallelism)
+
+    def with_imbalance(self, query: Query, m: Measurement) -> "SingleTaskMetrics":
+        """These rates, with the imbalance of each operator's tasks in another run (a larger one)."""
+        ops = tuple((n, replace(r, keyed=n in query.keyed, imbalance=imbalance(m.operator(n)),
+                                measured_parallelism=m.operator(n).parallelism)) for n, r in self.operators)
+        return replace(self, operators=ops, max_parallelism=query.max_parallelism)
 
     def names(self) -> list[str]:
         return [n for n, _ in self.operators]
 
     def to_dict(self) -> dict:
-        return {"query": self.query, "memory_mb": self.memory_mb, "source_rate": self.source_rate,
-                "operators": [{"name": n, "true_rate_per_task": r.true_rate, "input_ratio": r.input_ratio}
-                              for n, r in self.operators]}
+        def operator(n: str, r: OperatorRates) -> dict:
+            d = {"name": n, "true_rate_per_task": r.true_rate, "input_ratio": r.input_ratio}
+            if r.keyed:
+                d["keyed"] = True
+            if r.measured_parallelism > 1:
+                d.update(imbalance=r.imbalance, measured_parallelism=r.measured_parallelism)
+            return d
+
+        d = {"query": self.query, "memory_mb": self.memory_mb, "source_rate": self.source_rate,
+             "operators": [operator(n, r) for n, r in self.operators]}
+        if self.max_parallelism is not None:
+            d["max_parallelism"] = self.max_parallelism
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "SingleTaskMetrics":
-        return cls(d["query"], int(d["memory_mb"]),
-                   tuple((o["name"], OperatorRates(float(o["true_rate_per_task"]), float(o["input_ratio"])))
-                         for o in d["operators"]), float(d.get("source_rate", 0.0)))
+        def rates(o: Mapping) -> OperatorRates:
+            return OperatorRates(float(o["true_rate_per_task"]), float(o["input_ratio"]), bool(o.get("keyed", False)),
+                                 float(o.get("imbalance", 1.0)), int(o.get("measured_parallelism", 1)))
+
+        return cls(d["query"], int(d["memory_mb"]), tuple((o["name"], rates(o)) for o in d["operators"]),
+                   float(d.get("source_rate", 0.0)), d.get("max_parallelism"))
 
 
 @dataclass(frozen=True)

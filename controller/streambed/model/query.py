@@ -29,9 +29,17 @@ class Query:
     name: str
     operators: tuple[str, ...]
     edges: tuple[tuple[str, str], ...]
+    keyed: frozenset[str] = frozenset()
+    """Operators whose input is hash-partitioned by key (Flink's keyBy): their tasks follow the key-group
+    rule (model/keygroups.py). Empty when the testbed does not say."""
+    max_parallelism: int | None = None
+    """The job's max parallelism (key groups) when it sets one; None: Flink's default per operator."""
 
     def __post_init__(self) -> None:
         known = set(self.operators)
+        unknown = set(self.keyed) - known
+        if unknown:
+            raise UserError(f"query {self.name}: keyed operator(s) {', '.join(sorted(unknown))} are not in its graph")
         if len(known) != len(self.operators):
             raise UserError(f"query {self.name}: operator names must be unique")
         seen = {SOURCE}

@@ -4,7 +4,10 @@ The Configuration Optimizer and the plan's last pass ask a policy, never a concr
 new way of sizing operators (DS2's scaling loop, Justin's memory levels, Rafiki's capacity table, a
 skew-aware BIDS2) is one module here plus one line in POLICIES.
 
-* ``bids2``: the paper's bounded-inverse DS2 MILP (section V, Eq. 1-4; PuLP + CBC).
+* ``bids2-skew`` (the default): BIDS2's objective on the capacities the busiest task allows, with
+  Flink's key-group rule and the measured imbalance of each operator's tasks (policies/skew.py).
+* ``bids2``: the paper's bounded-inverse DS2 MILP (section V, Eq. 1-4; PuLP + CBC), every task
+  taken to carry 1/pi of its operator's input.
 * ``ds2``: DS2's one-pass rule (Kalavri et al., OSDI'18) at the largest rate the budget holds.
 """
 
@@ -17,6 +20,7 @@ from ..model import SingleTaskMetrics
 from .base import Proposal
 from .bids2 import Bids2
 from .ds2 import Ds2
+from .skew import SkewAwareBids2
 
 
 @runtime_checkable
@@ -29,10 +33,12 @@ class ConfigurationPolicy(Protocol):
         """The configuration of at most ``slots`` slots for the query the metrics describe."""
 
 
-POLICIES: dict[str, type] = {"bids2": Bids2, "ds2": Ds2}
+POLICIES: dict[str, type] = {"bids2-skew": SkewAwareBids2, "bids2": Bids2, "ds2": Ds2}
 """Policy name (the --policy option) -> its class."""
 
-DEFAULT_POLICY = "bids2"
+DEFAULT_POLICY = "bids2-skew"
+PAPER_POLICY = "bids2"
+"""The policy of campaigns recorded before policies existed: a ledger without one used it."""
 
 
 def policy_named(name: str) -> ConfigurationPolicy:
@@ -42,4 +48,4 @@ def policy_named(name: str) -> ConfigurationPolicy:
         raise UserError(f"policy: unknown configuration policy {name!r} (expected one of {', '.join(POLICIES)})") from None
 
 
-__all__ = ["ConfigurationPolicy", "DEFAULT_POLICY", "POLICIES", "Proposal", "policy_named"]
+__all__ = ["ConfigurationPolicy", "DEFAULT_POLICY", "PAPER_POLICY", "POLICIES", "Proposal", "policy_named"]

@@ -13,17 +13,11 @@ from functools import lru_cache
 
 import numpy as np
 
-FLINK_MIN_MAX_PARALLELISM = 128
-FLINK_MAX_MAX_PARALLELISM = 32768
+from ...model import keygroups
 
-
-def flink_default_max_parallelism(parallelism: int) -> int:
-    """Flink's default number of key groups for an operator started at ``parallelism``:
-    the next power of two of 1.5 x p, within [128, 32768]."""
-    parallelism = int(parallelism)
-    target = parallelism + parallelism // 2
-    power = 1 << max(0, (target - 1).bit_length())
-    return min(max(power, FLINK_MIN_MAX_PARALLELISM), FLINK_MAX_MAX_PARALLELISM)
+FLINK_MIN_MAX_PARALLELISM = keygroups.MIN_MAX_PARALLELISM
+FLINK_MAX_MAX_PARALLELISM = keygroups.MAX_MAX_PARALLELISM
+flink_default_max_parallelism = keygroups.default_max_parallelism
 
 
 def zipf_weights(count: int, exponent: float) -> np.ndarray:
@@ -67,15 +61,13 @@ class KeyedStream:
 
     def max_parallelism(self, parallelism: int) -> int:
         """Key groups of the operator started at ``parallelism`` (the profile's, else Flink's default)."""
-        if self.fixed_max_parallelism is not None:
-            return self.fixed_max_parallelism
-        return flink_default_max_parallelism(parallelism)
+        return keygroups.max_parallelism(parallelism, self.fixed_max_parallelism)
 
     @property
     def parallelism_limit(self) -> int:
         """The most tasks a keyed operator may have: Flink refuses a parallelism above the operator's
         max parallelism, which is at most 32,768 key groups."""
-        return self.fixed_max_parallelism or FLINK_MAX_MAX_PARALLELISM
+        return keygroups.parallelism_limit(self.fixed_max_parallelism)
 
     def _compute_shares(self, parallelism: int) -> np.ndarray:
         if parallelism > self.parallelism_limit:

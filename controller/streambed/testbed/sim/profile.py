@@ -179,6 +179,8 @@ class SimProfile:
             name=self.name,
             operators=tuple(op.name for op in self.operators),
             edges=tuple((i.source, op.name) for op in self.operators for i in op.inputs),
+            keyed=frozenset(op.name for op in self.operators if any(i.partitioning == "hash" for i in op.inputs)),
+            max_parallelism=self.max_parallelism,
         )
 
     def operator(self, name: str) -> OperatorSpec:

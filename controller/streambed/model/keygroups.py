@@ -1,0 +1,41 @@
+"""Flink's key-group rule: how a keyed operator's state and input spread over its tasks.
+
+A key hashes to one of ``max parallelism`` key groups, and each task owns a contiguous range of
+them (Flink's ``KeyGroupRangeAssignment``): with p tasks and m groups the busiest task owns
+ceil(m / p) groups. Unless the job sets it, m follows from the operator's parallelism at its first
+start: 1.5 x p rounded up to a power of two, within [128, 32,768]; a keyed operator never runs
+more tasks than it has key groups. The planner sizes keyed operators with this rule, the simulated
+testbed partitions with it, and Flink applies it.
+"""
+
+from __future__ import annotations
+
+import math
+
+MIN_MAX_PARALLELISM = 128
+MAX_MAX_PARALLELISM = 32768
+
+
+def default_max_parallelism(parallelism: int) -> int:
+    """Flink's default number of key groups for an operator started at ``parallelism``."""
+    parallelism = int(parallelism)
+    target = parallelism + parallelism // 2
+    power = 1 << max(0, (target - 1).bit_length())
+    return min(max(power, MIN_MAX_PARALLELISM), MAX_MAX_PARALLELISM)
+
+
+def max_parallelism(parallelism: int, fixed: int | None = None) -> int:
+    """The key groups of an operator at ``parallelism``: ``fixed`` when the job sets it, else Flink's default."""
+    return fixed if fixed is not None else default_max_parallelism(parallelism)
+
+
+def parallelism_limit(fixed: int | None = None) -> int:
+    """The most tasks a keyed operator may run: its max parallelism (Flink refuses more)."""
+    return fixed if fixed is not None else MAX_MAX_PARALLELISM
+
+
+def busiest_groups_share(parallelism: int, fixed: int | None = None) -> float:
+    """The share of the key groups the busiest of ``parallelism`` tasks owns: ceil(m / p) / m (1/p when
+    p divides m). With evenly loaded groups, that is the busiest task's share of the input."""
+    m = max_parallelism(parallelism, fixed)
+    return math.ceil(m / parallelism) / m

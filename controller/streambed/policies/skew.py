@@ -1,0 +1,135 @@
+"""BIDS2 on the capacities tasks really have: skew- and key-group-aware (the default policy).
+
+The paper's objective stays (section V, Eq. 1-4): the configuration of the budget with the highest
+source rate, every operator at least one task. What changes is the capacity of pi tasks of
+operator i. BIDS2 takes it as pi o_i, as if every task carried 1/pi of the input. Two things make
+the busiest task carry more, and an operator goes no faster than its busiest task (every upstream
+task blocks on its fullest channel):
+
+* **Flink's key-group rule.** A keyed operator's tasks own contiguous ranges of its key groups:
+  the busiest of pi tasks owns ceil(m/pi) of m groups (model/keygroups.py). 42 tasks over 128
+  groups work like 32; 43 work like 42.7.
+* **Measured imbalance.** In a run of several tasks, the busiest task's busyness over the mean
+  task's (Flink's autoscaler sizes by the busiest subtask by default). For a keyed operator the
+  part the key groups explain is taken out, and the rest (key skew) is carried to other
+  parallelisms; for the others, the measured ratio itself.
+
+So the busiest task's share is s_i(pi) = rho_i g(pi) (keyed, g the key-group share) or kappa_i / pi,
+and the capacity is o_i / (r_i s_i(pi)). Capacities grow with pi, so the best configuration is found
+exactly by bisection on the rate: a rate is feasible when the fewest tasks that sustain it, operator
+by operator, fit in the budget. The fewest tasks of a keyed operator land on key-group boundaries by
+construction; the spare slots go, one by one, to the operator with the least capacity.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from ..model import SingleTaskMetrics, check_slots, keygroups
+from ..model.measurement import OperatorRates
+from .base import Proposal
+
+
+def residual_skew(rates: OperatorRates, fixed: int | None = None) -> float:
+    """The imbalance of a keyed operator that its key groups do not explain (>= 1)."""
+    p = rates.measured_parallelism
+    return max(1.0, rates.imbalance / (p * keygroups.busiest_groups_share(p, fixed)))
+
+
+def busiest_share(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
+    """The share of the operator's input that its busiest task receives at ``parallelism``."""
+    if rates.keyed:
+        return min(1.0, residual_skew(rates, fixed) * keygroups.busiest_groups_share(parallelism, fixed))
+    return min(1.0, max(1.0, rates.imbalance) / parallelism)
+
+
+def capacity(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
+    """The source rate (events/s) that ``parallelism`` tasks of the operator sustain."""
+    if rates.input_ratio <= 0:
+        return math.inf
+    return rates.true_rate / (rates.input_ratio * busiest_share(rates, parallelism, fixed))
+
+
+def fewest_tasks(rates: OperatorRates, rate: float, limit: int, fixed: int | None = None) -> int | None:
+    """The fewest tasks (at most ``limit``) whose capacity reaches ``rate``, or None."""
+    if rates.input_ratio <= 0 or rate <= 0:
+        return 1
+    allowed = rates.true_rate / (rates.input_ratio * rate)  # the largest share the busiest task can take
+    if not rates.keyed:
+        p = max(1, math.ceil(max(1.0, rates.imbalance) / allowed - 1e-9))
+        return p if p <= limit else None
+    share = allowed / residual_skew(rates, fixed)  # the largest key-group share the busiest task may own
+    if share >= 1.0:
+        return 1
+    mps = [fixed] if fixed is not None else [keygroups.MIN_MAX_PARALLELISM << k for k in range(9)]
+    best = None
+    for m in mps:
+        groups = math.floor(share * m + 1e-9)  # key groups the busiest task may own
+        if groups < 1:
+            continue
+        p = math.ceil(m / groups)
+        # Flink derives m from p (unless fixed): p must be a parallelism whose default is this m
+        if p <= limit and (fixed is not None or keygroups.default_max_parallelism(p) == m):
+            best = p if best is None else min(best, p)
+    return best
+
+
+def _limits(metrics: SingleTaskMetrics, slots: int) -> dict[str, int]:
+    spare = slots - len(metrics.operators) + 1
+    return {n: min(spare, keygroups.parallelism_limit(metrics.max_parallelism)) if r.keyed else spare
+            for n, r in metrics.operators}
+
+
+def skew_aware_bids2(metrics: SingleTaskMetrics, slots: int) -> Proposal:
+    """The configuration of ``slots`` slots with the highest source rate, on skew- and key-group-aware
+    capacities (module docstring)."""
+    names = metrics.names()
+    check_slots(slots, len(names), query=metrics.query or "the query")
+    rates, fixed, limits = dict(metrics.operators), metrics.max_parallelism, _limits(metrics, slots)
+
+    def allocation(rate: float) -> dict[str, int] | None:
+        need = {}
+        for n in names:
+            p = fewest_tasks(rates[n], rate, limits[n], fixed)
+            if p is None:
+                return None
+            need[n] = p
+        return need if sum(need.values()) <= slots else None
+
+    lo, hi = 0.0, min(capacity(rates[n], limits[n], fixed) for n in names)
+    best = {n: 1 for n in names}
+    if math.isinf(hi):
+        hi = 1e18
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        need = allocation(mid)
+        if need is not None:
+            lo, best = mid, need
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    # Spare slots, one at a time, to the operator that then has the least capacity.
+    heap = [(capacity(rates[n], best[n], fixed), i, n) for i, n in enumerate(names)]
+    heapq.heapify(heap)
+    spare = slots - sum(best.values())
+    while spare > 0 and heap:
+        _, i, n = heapq.heappop(heap)
+        if best[n] >= limits[n] or math.isinf(capacity(rates[n], best[n], fixed)):
+            continue  # full (a keyed operator at its max parallelism) or limiting nothing
+        best[n] += 1
+        spare -= 1
+        heapq.heappush(heap, (capacity(rates[n], best[n], fixed), i, n))
+    if spare > 0:  # only operators that limit nothing left: give the rest to the first
+        best[names[0]] += spare
+    return Proposal(best, min(capacity(rates[n], best[n], fixed) for n in names))
+
+
+class SkewAwareBids2:
+    """BIDS2's objective on the capacities the busiest tasks allow (the default policy)."""
+
+    name = "bids2-skew"
+
+    def configure(self, metrics: SingleTaskMetrics, slots: int) -> Proposal:
+        return skew_aware_bids2(metrics, slots)
