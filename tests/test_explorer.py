@@ -85,18 +85,23 @@ def test_explorer_refuses_memory_the_testbed_does_not_offer(tmp_path):
 
 
 def test_plans_by_family_inverse_solves_each_family_on_the_same_measurements():
-    from streambed.explorer import plans_by_family
+    from streambed.explorer import ExplorerSettings, plans_by_family
     from streambed.model import Features, Observation
     from streambed.surrogates import fit, inverse_solve
 
     # exactly linear: the linear family plans the smallest P with 1000 P + 5 M >= 1.1 x rate
     obs = [Observation(m, p, 1000.0 * p + 5.0 * m) for m in (512, 4096) for p in (2, 4, 8, 16, 32, 48)]
+    unguarded = ExplorerSettings(min_marginal=0.0, max_extrapolation=1e6)
     plans = plans_by_family(obs, Features(), ("linear", "log", "sqrt"), 4096, 1e6, safety=1.1, min_slots=2,
-                            max_slots=100_000)
+                            max_slots=100_000, settings=unguarded)
     assert set(plans) == {"linear", "log", "sqrt"}
     for family, slots in plans.items():
         assert slots == inverse_solve(fit(family, obs, Features()), 4096, 1e6, safety=1.1, min_slots=2,
                                       max_slots=100_000)
+    # with the guard rails (the default) a concave family's far plan is refused, the linear one kept
+    guarded = plans_by_family(obs, Features(), ("linear", "log", "sqrt"), 4096, 1e6, safety=1.1, min_slots=2,
+                              max_slots=100_000)
+    assert guarded["linear"] == plans["linear"] and guarded["log"] is None
     assert plans["linear"] == math.ceil((1e6 * 1.1 - 5.0 * 4096) / 1000)  # 1,080
     # concave families bend away from the linear data and need far more slots, or never get there
     assert plans["sqrt"] is None or plans["sqrt"] > plans["linear"]
@@ -176,3 +181,26 @@ def test_a_single_task_configuration_asked_for_again_is_measured_again(tmp_path)
         assert est.calls == 2
         assert again.configuration == first.configuration
         assert ledger.has("co01/w0") and not ledger.has("co00/w0")
+
+
+def test_guard_rails_stop_a_plan_where_the_model_is_no_longer_trusted():
+    from streambed.explorer import ExplorerSettings, guarded_solve, trusted_slots
+    from streambed.model import Features, Surrogate
+
+    f = Features(memory="slot_mb", log="log")
+    s = ExplorerSettings()
+    linear = Surrogate("linear", 0.0, 1000.0, 0.0, f)
+    assert trusted_slots(linear, 4096, 48, s)[0] == 50 * 48  # the extrapolation limit
+    log = Surrogate("log", 0.0, 1e5, 0.0, f)
+    limit, why = trusted_slots(log, 4096, 48, s)
+    assert limit == pytest.approx(4 * 48, abs=2) and "gains less than 25 %" in why  # d/dP log P = 1/P
+    sqrt = Surrogate("sqrt", 0.0, 1e5, 0.0, f)
+    assert trusted_slots(sqrt, 4096, 48, s)[0] == pytest.approx(16 * 48.5, abs=2)  # a slot gains ~1/(2 sqrt(P + 0.5))
+    flat = Surrogate("linear", 0.0, -5.0, 1e6, f)
+    limit, why = trusted_slots(flat, 4096, 48, s)
+    assert limit == 48 and "does not grow" in why
+    # within the limit: planned; beyond: unreachable, with the most it supports and what to measure next
+    assert guarded_solve(linear, 4096, 1e6, min_slots=2, measured_slots=48, settings=s).slots == 1100
+    far = guarded_solve(log, 4096, 1e6, min_slots=2, measured_slots=48, settings=s)
+    assert far.slots is None and far.max_rate == pytest.approx(1e5 * math.log(far.max_slots) / 1.1)
+    assert "the most this plan supports" in far.unreachable and "--checkpoint-slots" in far.unreachable

@@ -17,19 +17,27 @@ class Recorder(Output):
 
 
 def plan(b):
+    """A plan whose log model (b per log slot) is solved with the guard rails for 10 M events/s."""
+    from streambed.explorer import ExplorerSettings, guarded_solve
+    from streambed.model import Surrogate
+
     model = {"family": "log", "a": 0.0, "b": b, "c": 1e6,
              "features": {"memory": "slot_mb", "slots_per_taskmanager": 16, "log": "log1p"}}
+    solve = guarded_solve(Surrogate.from_dict(model), 512, 1e7, min_slots=2, measured_slots=48,
+                          settings=ExplorerSettings())
     return {"query": "q1", "rate": 1e7, "safety": 1.1, "family": "log", "model": model,
-            "entries": [{"memory_mb": 512, "slots": None, "predicted_mst": None, "configuration": None,
-                         "by_family": {}}]}
+            "entries": [{"memory_mb": 512, "slots": solve.slots, "predicted_mst": None, "configuration": None,
+                         "by_family": {}, "max_slots": solve.max_slots, "max_rate": solve.max_rate,
+                         "unreachable": solve.unreachable}]}
 
 
-def test_an_unreachable_plan_whose_model_grows_too_slowly_says_what_it_reaches():
+def test_an_unreachable_plan_whose_model_grows_too_slowly_says_what_it_supports():
     out = Recorder()
     plan_tables(out, plan(b=1e4))
     [warning] = out.warnings
-    assert "11,000,000 events/s" in warning  # rate x safety
-    assert "at 100,000 slots of 512 MB it predicts 1,115,129" in warning  # 1e6 + 1e4 ln(100001)
+    assert warning.startswith("512 MB per slot: unreachable within 19") and "gains less than 25 %" in warning
+    # 1e6 + 1e4 ln(1 + 196) over the 1.1 safety factor
+    assert "the most this plan supports is 957,120 events/s" in warning and "--checkpoint-slots" in warning
 
 
 def test_an_unreachable_plan_whose_model_does_not_grow_says_so():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from .errors import UserError
@@ -40,6 +40,13 @@ class ExplorerSettings:
     seed: int = 0
     safety: float = 1.10
     max_plan_slots: int = MAX_PLAN_SLOTS
+    max_extrapolation: float = 50.0
+    """Guard rail: a plan uses at most this many times the largest budget measured (the paper planned
+    22x its testbed; its artifact's inverse solve stopped at 2,000 slots, 42x)."""
+    min_marginal: float = 0.25
+    """Guard rail: a plan stops where the model's gain per added slot falls below this fraction of its
+    gain at the largest budget measured. Beyond, a small error of the fitted curve moves the answer by
+    many slots (a log model 4x beyond the testbed, a sqrt model 16x)."""
     final_metrics: str = "largest"
     """Rates of the plan's last BIDS2 pass: "largest" (the paper: the largest run of D with that
     profile) or "single-task" (the profile's single-task run)."""
@@ -279,32 +286,94 @@ class ResourceExplorer:
         obs = ex.observations()
         model = fit(family, obs, s.features) if family else Surrogate.from_dict(ex.model)
         entries = []
+        measured = max(o.slots for o in obs)
         for m in sorted(set(int(x) for x in memories)):
-            slots = inverse_solve(model, m, rate, safety=s.safety, min_slots=query.size, max_slots=s.max_plan_slots)
+            solve = guarded_solve(model, m, rate, min_slots=query.size, measured_slots=measured, settings=s)
             alternatives = plans_by_family(obs, s.features, s.families, m, rate, safety=s.safety,
-                                           min_slots=query.size, max_slots=s.max_plan_slots)
-            if slots is None:
-                entries.append(PlanEntry(m, None, None, None, None, alternatives))
+                                           min_slots=query.size, max_slots=s.max_plan_slots, settings=s)
+            if solve.slots is None:
+                entries.append(PlanEntry(m, None, None, None, None, alternatives, None, solve.max_slots, solve.max_rate,
+                                         solve.unreachable))
                 continue
             metrics, origin = self.final_metrics(ex, m)
-            sol = self.optimizer.policy.configure(metrics, slots)
-            entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate,
-                                     alternatives, origin))
+            sol = self.optimizer.policy.configure(metrics, solve.slots)
+            entries.append(PlanEntry(m, solve.slots, float(model.predict(m, solve.slots)), sol.parallelism,
+                                     sol.predicted_rate, alternatives, origin, solve.max_slots, solve.max_rate))
         return Plan(query=query.name, rate=rate, safety=s.safety, family=model.family, model=model.to_dict(),
                     entries=tuple(entries))
 
 
+@dataclass(frozen=True)
+class Solve:
+    """The inverse solve with its guard rails (section VI's "Model usage", bounded)."""
+
+    slots: int | None
+    max_slots: int
+    """The largest budget the plan trusts the model to (trusted_slots)."""
+    max_rate: float
+    """The highest rate the plan supports within ``max_slots``: the model there over the safety factor."""
+    unreachable: str | None = None
+    """Why no budget is planned, and what to measure next."""
+
+
+def _gain(model: Surrogate, memory_mb: float, slots: int) -> float:
+    """The model's gain in events/s for one more slot at ``slots``."""
+    return float(model.predict(memory_mb, slots + 1) - model.predict(memory_mb, slots))
+
+
+def trusted_slots(model: Surrogate, memory_mb: float, measured_slots: int, settings: ExplorerSettings) -> tuple[int, str]:
+    """The largest budget a plan may use, and the rule that sets it: ``max_extrapolation`` x the
+    largest budget measured, or, for a model whose gain per slot shrinks (log, sqrt), the last budget
+    where that gain is still ``min_marginal`` of its gain at the largest budget measured."""
+    limit = max(measured_slots, min(settings.max_plan_slots, math.floor(settings.max_extrapolation * measured_slots)))
+    why = (f"{limit:,} slots, {settings.max_extrapolation:g}x the largest budget measured ({measured_slots}): "
+           f"the extrapolation limit")
+    base = _gain(model, memory_mb, measured_slots)
+    if base <= 0:
+        return measured_slots, f"{measured_slots} slots: the model does not grow with slots beyond what was measured"
+    floor_gain = settings.min_marginal * base
+    if _gain(model, memory_mb, limit) >= floor_gain:
+        return limit, why
+    lo, hi = measured_slots, limit  # the gain shrinks with slots: the last budget above the floor
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _gain(model, memory_mb, mid) >= floor_gain:
+            lo = mid
+        else:
+            hi = mid
+    return lo, (f"{lo:,} slots: beyond, the {model.family} model gains less than {100 * settings.min_marginal:g} % "
+                f"of what a slot gains at {measured_slots} slots, so its answer rests on the curve's flat tail")
+
+
+def guarded_solve(model: Surrogate, memory_mb: float, rate: float, *, min_slots: int, measured_slots: int,
+                  settings: ExplorerSettings, safety: float | None = None) -> Solve:
+    """The smallest budget whose prediction reaches safety x rate, within the trusted budgets; when
+    none does, why, and the highest rate the plan can support there."""
+    safety = settings.safety if safety is None else safety
+    limit, why = trusted_slots(model, memory_mb, measured_slots, settings)
+    max_rate = max(0.0, float(model.predict(memory_mb, limit))) / safety
+    slots = inverse_solve(model, memory_mb, rate, safety=safety, min_slots=min_slots, max_slots=max(limit, min_slots))
+    if slots is not None:
+        return Solve(slots, limit, max_rate)
+    return Solve(None, limit, max_rate,
+                 f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. Measure at "
+                 f"larger budgets (--checkpoint-slots) to extend the model")
+
+
 def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
-                    rate: float, *, safety: float, min_slots: int, max_slots: int) -> dict[str, int | None]:
+                    rate: float, *, safety: float, min_slots: int, max_slots: int,
+                    settings: ExplorerSettings | None = None) -> dict[str, int | None]:
     """The inverse solve (section VI, "Model usage") with each candidate family fitted on the same D.
 
     The paper picks one family; how far the others land shows how much a plan extrapolated far beyond
     the testbed rests on that pick (the paper chose its families by hand, docs/evaluation.md)."""
     out: dict[str, int | None] = {}
+    measured = max(o.slots for o in obs)
+    guards = replace(settings or ExplorerSettings(), max_plan_slots=max_slots)
     for f in families:
         try:
-            out[f] = inverse_solve(fit(f, obs, features), memory_mb, rate, safety=safety, min_slots=min_slots,
-                                   max_slots=max_slots)
+            out[f] = guarded_solve(fit(f, obs, features), memory_mb, rate, min_slots=min_slots, measured_slots=measured,
+                                   settings=guards, safety=safety).slots
         except ValueError:  # too few measurements, or inputs the family cannot take
             out[f] = None
     return out

@@ -10,18 +10,19 @@ itself gave.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from ..errors import UserError
-from ..explorer import plans_by_family, select_family
+from ..explorer import ExplorerSettings, guarded_solve, plans_by_family, select_family
 from ..model import FAMILIES, MAX_PLAN_SLOTS, Features, check_slots
 from ..policies.bids2 import bids2
 from ..records import (MeasurementFile, MetricsFile, MetricsRecord, RecordError, campaign_points,
                        campaign_single_task, read_campaign, read_measurements, read_single_task_metrics,
                        write_measurements_csv, write_operator_rates_csv, write_single_task_json)
 from .settings import ExportSettings, FitSettings, MetricsSettings
-from ..surrogates import fit, inverse_solve, loocv_rmse, paper_prefix_fit
+from ..surrogates import fit, loocv_rmse, paper_prefix_fit
 
 T = TypeVar("T")
 
@@ -92,7 +93,7 @@ def _finite(x: float) -> float | None:
 
 
 def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int], family: str, *,
-             safety: float = 1.10, training: str = "all", features=None) -> dict:
+             safety: float = 1.10, training: str = "all", features=None, guards: ExplorerSettings | None = None) -> dict:
     """The Resource Explorer's model selection and model usage (section VI) on recorded measurements.
 
     ``family`` "auto" applies the explorer's own rule (explorer.select_family on all measurements: the
@@ -129,16 +130,18 @@ def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int]
     except ValueError as e:  # surrogates: too few or degenerate measurements, non-positive log/sqrt inputs
         raise UserError(f"{where}: {e}") from None
     min_slots = measurements.operators or 1
+    measured = max(o.slots for o in obs)
+    guards = replace(guards or ExplorerSettings(), safety=safety)
     coefficients = {"a": model.a, "b": model.b, "c": model.c}
     entries = []
     for m in sorted(set(memories)):
-        slots = inverse_solve(model, m, rate, safety=safety, min_slots=min_slots,
-                              max_slots=MAX_PLAN_SLOTS)
-        entries.append({"memory_mb": m, "slots": slots,
-                        "predicted_mst": None if slots is None else float(model.predict(m, slots)),
+        solve = guarded_solve(model, m, rate, min_slots=min_slots, measured_slots=measured, settings=guards)
+        entries.append({"memory_mb": m, "slots": solve.slots,
+                        "predicted_mst": None if solve.slots is None else float(model.predict(m, solve.slots)),
                         "family": family, "coefficients": coefficients, "loocv_rmse": scores[family],
+                        "max_slots": solve.max_slots, "max_rate": solve.max_rate, "unreachable": solve.unreachable,
                         "by_family": plans_by_family(train, features, FAMILIES, m, rate, safety=safety,
-                                                     min_slots=min_slots, max_slots=MAX_PLAN_SLOTS)})
+                                                     min_slots=min_slots, max_slots=MAX_PLAN_SLOTS, settings=guards)})
     return {"query": measurements.query, "measurements": str(measurements.path), "format": measurements.format,
             "observations": len(obs), "training": training, "training_rows": len(train),
             "rate": rate, "safety": safety, "family": family, "selection": selection,
@@ -154,8 +157,9 @@ def fit_measurements(settings: FitSettings) -> dict:
     features = Features(memory=MEMORY_FEATURES[settings.memory_feature], log=settings.log,
                         slots_per_taskmanager=mf.slots_per_taskmanager or Features().slots_per_taskmanager)
     memories = settings.memories or sorted({int(round(o.memory_mb)) for o in mf.observations})
+    guards = ExplorerSettings(max_extrapolation=settings.max_extrapolation, min_marginal=settings.min_marginal)
     return fit_plan(mf, settings.rate, memories, settings.family, safety=settings.safety, training=settings.training,
-                    features=features)
+                    features=features, guards=guards)
 
 
 def read_metrics(settings: MetricsSettings) -> tuple[MetricsFile, list[MetricsRecord]]:

@@ -6,7 +6,7 @@ campaigns (this package) read nothing else: no argparse namespace travels below 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -124,9 +124,12 @@ class PlanSettings(ExploreSettings):
     rate: float | None = None
     """Target events/s; None: DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
     safety: float = ExplorerSettings.safety
+    max_extrapolation: float = ExplorerSettings.max_extrapolation
+    min_marginal: float = ExplorerSettings.min_marginal
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
-        return super().explorer(self.safety if safety is None else safety)
+        return replace(super().explorer(self.safety if safety is None else safety),
+                       max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal)
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,8 @@ class FitSettings:
     family: str = "auto"
     """linear, log, sqrt, or auto: the explorer's own selection rule."""
     safety: float = ExplorerSettings.safety
+    max_extrapolation: float = ExplorerSettings.max_extrapolation
+    min_marginal: float = ExplorerSettings.min_marginal
     training: str = "all"
     memory_feature: str = "taskmanager-mb"
     log: str = "log1p"

@@ -45,6 +45,13 @@ def non_negative_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}") from None
 
 
+def non_negative_number(text: str) -> float:
+    try:
+        return checks.number(text, minimum=0.0, text=True)
+    except checks.Invalid:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+
+
 def number_list(text: str) -> tuple[float, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:

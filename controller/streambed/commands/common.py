@@ -11,7 +11,7 @@ from ..campaigns.settings import CampaignSettings, TestbedSpec
 from ..estimator import DEFAULT_TIMING, TIMINGS
 from ..policies import DEFAULT_POLICY, POLICIES
 from ..report.console import Output
-from .args import non_negative_int, positive_int
+from .args import non_negative_int, non_negative_number, positive_int, positive_number
 
 
 def output_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -62,3 +62,12 @@ def run(campaign: Any, out: Output) -> Any:
     """Run a prepared campaign under a progress display of its title and number of steps."""
     with out.progress(campaign.title, total=getattr(campaign, "total", None)) as step:
         return campaign.run(lambda description: step.advance(description=description))
+
+
+def guard_options(sp: argparse.ArgumentParser, defaults) -> None:
+    """The plan's guard rails (docs/planner.md): how far a model may be extrapolated."""
+    sp.add_argument("--max-extrapolation", type=positive_number, default=defaults.max_extrapolation,
+                    help="plan at most this many times the largest budget measured")
+    sp.add_argument("--min-marginal", type=non_negative_number, default=defaults.min_marginal,
+                    help="stop where the model gains less per slot than this fraction of its gain at the largest "
+                         "budget measured (0: no such limit, as the paper)")

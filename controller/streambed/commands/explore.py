@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..campaigns.settings import ExploreSettings, PlanSettings
 from ..report.console import Output
 from .args import memory_list, positive_int, positive_number
-from .common import campaign_options, campaign_settings, logs, output_options, planner_options, run
+from .common import campaign_options, campaign_settings, guard_options, logs, output_options, planner_options, run
 
 
 def _explorer_options(sp) -> None:
@@ -31,6 +31,7 @@ def register(sub) -> None:
                     help="target events/s, e.g. 2.5e6 (default: 10x the MST measured on the testbed's largest budget)")
     sp.add_argument("--safety", type=positive_number, default=PlanSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
+    guard_options(sp, PlanSettings)
     campaign_options(sp, "plan", testbed_size=True)
     planner_options(sp)
     output_options(sp)
@@ -58,7 +59,9 @@ def cmd_plan(args, out: Output) -> None:
     from ..campaigns.plan import PlanCampaign
     from ..report.tables import plan_tables
 
-    data = run(PlanCampaign(_settings(PlanSettings, args, rate=args.rate, safety=args.safety), **logs(args, out)), out)
+    settings = _settings(PlanSettings, args, rate=args.rate, safety=args.safety,
+                         max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal)
+    data = run(PlanCampaign(settings, **logs(args, out)), out)
     plan_tables(out, data["plan"], data["exploration"])
     out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")
     out.info("written: " + ", ".join(data["files"].values()))

@@ -8,7 +8,7 @@ from ..campaigns.settings import ExportSettings, FitSettings, MetricsSettings
 from ..errors import UserError
 from ..report.console import Output
 from .args import memory_list, positive_number
-from .common import output_options
+from .common import guard_options, output_options
 
 def register(sub) -> None:
     sp = sub.add_parser("fit", help="the explorer's model from recorded measurements, inverse-solved for a rate "
@@ -22,6 +22,7 @@ def register(sub) -> None:
                     help="surrogate family; auto: the explorer's own selection rule")
     sp.add_argument("--safety", type=positive_number, default=FitSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
+    guard_options(sp, FitSettings)
     sp.add_argument("--training", choices=TRAINING, default=FitSettings.training,
                     help="all measurements (the explorer), or paper-prefix: the paper's best first-k rows, k=5..20")
     sp.add_argument("--memory-feature", choices=tuple(MEMORY_FEATURES), default=FitSettings.memory_feature,
@@ -80,6 +81,7 @@ def cmd_fit(args, out: Output) -> None:
 
     data = fit_measurements(FitSettings(args.measurements, args.rate, memories=args.memory or (), family=args.family,
                                         safety=args.safety, training=args.training,
+                                        max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal,
                                         memory_feature=args.memory_feature, log=args.log))
     m = data["model"]
     scores = data["loocv_rmse_by_family"]
@@ -93,9 +95,13 @@ def cmd_fit(args, out: Output) -> None:
                                                              for v in scores.values())),
                ("training rows", f"{data['training']}: {data['training_rows']}")])
     out.table(f"Plan for {args.rate:,.0f} events/s x {args.safety:g} safety",
-              ("memory per slot, MB", "slots", "predicted MST, events/s", "slots if linear / log / sqrt"),
-              [(e["memory_mb"], e["slots"], e["predicted_mst"],
+              ("memory per slot, MB", "slots", "predicted MST, events/s", "trusted up to, slots",
+               "most it supports, events/s", "slots if linear / log / sqrt"),
+              [(e["memory_mb"], e["slots"] or "unreachable", e["predicted_mst"], e["max_slots"], e["max_rate"],
                 " / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values())) for e in data["entries"]])
+    for e in data["entries"]:
+        if e["unreachable"]:
+            out.warn(f"{e['memory_mb']} MB per slot: {e['unreachable']}")
     out.result(data)
 
 

@@ -31,6 +31,13 @@ class PlanEntry:
     how much the plan rests on the family choice."""
     configured_from: str | None = None
     """Which run's rates the last BIDS2 pass used (explorer.final_metrics), None if unreachable."""
+    max_slots: int | None = None
+    """The largest budget this plan trusts its model to: the extrapolation limit, or where the model's
+    gain per added slot falls below the stated fraction of the testbed's (explorer.trusted_slots)."""
+    max_rate: float | None = None
+    """The highest rate the plan supports within ``max_slots`` (the model there, over the safety factor)."""
+    unreachable: str | None = None
+    """Why no budget is planned (None when one is)."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -132,10 +139,16 @@ class Plan:
             configured_from = e.get("configured_from")
             if configured_from is not None and not isinstance(configured_from, str):
                 raise fail(f"{at}.configured_from", "text", configured_from)
+            unreachable = e.get("unreachable")
+            if unreachable is not None and not isinstance(unreachable, str):
+                raise fail(f"{at}.unreachable", "text", unreachable)
             entries.append(PlanEntry(memory, slots, number(f"{at}.predicted_mst", e.get("predicted_mst"), optional=True,
                                                           positive=False),
                                      config, number(f"{at}.bids2_rate", e.get("bids2_rate"), optional=True,
-                                                    positive=False), dict(by_family), configured_from))
+                                                    positive=False), dict(by_family), configured_from,
+                                     integer(f"{at}.max_slots", e.get("max_slots"), optional=True),
+                                     number(f"{at}.max_rate", e.get("max_rate"), optional=True, positive=False),
+                                     unreachable))
         return cls(d["query"], rate, safety, family, dict(model), tuple(entries))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model import MAX_PLAN_SLOTS, Surrogate, family_spread
+from ..model import family_spread
 from ..model.verdict import SOURCE_LIMITED
 from .console import Output
 
@@ -15,24 +15,15 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
     families = list(entries[0].get("by_family") or {}) if entries else []
     out.table(f"Plan for {plan['query']} at {plan['rate']:,.0f} events/s (x{plan['safety']:.2f} safety), "
               f"{plan['family']} model (cf. the paper's Table IV)",
-              ("memory per slot, MB", "task slots", "model MST at that budget, events/s")
-              + ((f"slots if {' / '.join(families)}",) if families else ()),
-              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"])
-               + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),) if families else ())
+              ("memory per slot, MB", "task slots", "model MST at that budget, events/s", "trusted up to, slots",
+               "most it supports, events/s") + ((f"slots if {' / '.join(families)}",) if families else ()),
+              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"], e.get("max_slots"),
+                e.get("max_rate")) + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),)
+                                      if families else ())
                for e in entries])
-    if plan["model"].get("b", 1.0) <= 0:
-        out.warn(f"the {plan['family']} model does not grow with slots (b = {plan['model']['b']:.3g}): the testbed's "
-                 f"measurements show no scaling, so no budget reaches a rate above what it measured. On a machine "
-                 f"with few cores a CPU-bound query cannot scale; look also for a bottleneck outside the query "
-                 f"(the source)")
-    elif any(not e["slots"] for e in entries):
-        model, limit = Surrogate.from_dict(plan["model"]), MAX_PLAN_SLOTS
-        e = next(e for e in entries if not e["slots"])
-        out.warn(f"unreachable: the {plan['family']} model grows too slowly with slots to reach "
-                 f"{plan['rate'] * plan['safety']:,.0f} events/s (rate x safety); at {limit:,} slots of "
-                 f"{e['memory_mb']} MB it predicts {model.predict(e['memory_mb'], limit):,.0f}. The testbed's "
-                 f"measurements barely grow with slots: ask for a lower rate, or measure on a testbed where the "
-                 f"query scales")
+    for e in entries:
+        if not e["slots"]:
+            out.warn(f"{e['memory_mb']} MB per slot: {e.get('unreachable') or 'no budget reaches the rate'}")
     spread = max((family_spread(e.get("by_family") or {}) for e in entries), default=1.0)
     if spread > FAMILY_SPREAD_WARNING:
         out.warn(f"the candidate families disagree on this plan "
