@@ -162,7 +162,7 @@ def judged_plan(out_dir: Path, name: str, multiple: float) -> dict:
         own = gt.configuration_mst(Configuration.of(profile.query(), entry.configuration), 4096).mst
     found = gt.min_slots(rate, 4096)
     true_min = found[0] if found else None
-    limit = getattr(plan, "max_slots", None)
+    limit = entry.max_slots
     verdict = plan_verdict(entry.slots, own, rate, true_min, limit)
     return {"profile": name, "multiple": multiple, "rate": rate, "testbed_mst": testbed_mst, "family": plan.family,
             "selection": ex.selection, "planned": {e.memory_mb: e.slots for e in plan.entries},
