@@ -22,11 +22,13 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .errors import UserError
 from .model import (FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Measurement, Observation, Plan, PlanEntry, Query,
                     SingleTaskMetrics, Surrogate, TestbedInfo)
 from .optimizer import Optimizer
-from .surrogates import fit, inverse_solve, loocv_rmse, select_by_split
+from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,10 @@ class ExplorerSettings:
     max_extrapolation: float = 50.0
     """Guard rail: a plan uses at most this many times the largest budget measured (the paper planned
     22x its testbed; its artifact's inverse solve stopped at 2,000 slots, 42x)."""
+    risk: float | None = None
+    """Size for this risk of under-provisioning (the bootstrap lower bound, risk_solve) instead of the
+    flat ``safety`` factor; None: the paper's flat factor."""
+    bootstrap_samples: int = 400
     min_marginal: float = 0.25
     """Guard rail: a plan stops where the model's gain per added slot falls below this fraction of its
     gain at the largest budget measured. Beyond, a small error of the fitted curve moves the answer by
@@ -287,8 +293,9 @@ class ResourceExplorer:
         model = fit(family, obs, s.features) if family else Surrogate.from_dict(ex.model)
         entries = []
         measured = max(o.slots for o in obs)
+        fits = bootstrap_fits(model.family, obs, s.features, samples=s.bootstrap_samples, seed=s.seed)
         for m in sorted(set(int(x) for x in memories)):
-            solve = guarded_solve(model, m, rate, min_slots=query.size, measured_slots=measured, settings=s)
+            solve = guarded_solve(model, m, rate, min_slots=query.size, measured_slots=measured, settings=s, fits=fits)
             alternatives = plans_by_family(obs, s.features, s.families, m, rate, safety=s.safety,
                                            min_slots=query.size, max_slots=s.max_plan_slots, settings=s)
             if solve.slots is None:
@@ -296,11 +303,30 @@ class ResourceExplorer:
                                          solve.unreachable))
                 continue
             metrics, origin = self.final_metrics(ex, m)
-            sol = self.optimizer.policy.configure(metrics, solve.slots)
-            entries.append(PlanEntry(m, solve.slots, float(model.predict(m, solve.slots)), sol.parallelism,
-                                     sol.predicted_rate, alternatives, origin, solve.max_slots, solve.max_rate))
-        return Plan(query=query.name, rate=rate, safety=s.safety, family=model.family, model=model.to_dict(),
-                    entries=tuple(entries))
+            policy = self.optimizer.policy
+            slots, max_slots, max_rate = solve.slots, solve.max_slots, solve.max_rate
+            eff = efficiency(ex.points, m, lambda c: policy.predict(metrics, c))
+            if eff is not None:
+                # The model's budget must also hold for the configuration it gets: key-group steps,
+                # skew and what the testbed measured below the policy's prediction can ask for more.
+                eta, top, eta_top = eff
+                need = rate * (1.0 if s.risk is not None else s.safety)
+                slots, most = configured_slots(policy, metrics, eta, need, solve.slots, solve.max_slots)
+                if slots is None:
+                    entries.append(PlanEntry(
+                        m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
+                        f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at "
+                        f"the {100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets "
+                        f"reached ({100 * eta_top:.0f} % at {top} slots), supports at most {most * rate / need:,.0f} "
+                        f"events/s. Measure at larger budgets (--checkpoint-slots) to extend the model"))
+                    continue
+            sol = policy.configure(metrics, slots)
+            entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism,
+                                     sol.predicted_rate, alternatives, origin, max_slots, max_rate,
+                                     risk=risk_of(fits, m, slots, rate),
+                                     efficiency=eff[0](slots) if eff is not None else None))
+        return Plan(query=query.name, rate=rate, safety=1.0 if s.risk is not None else s.safety, family=model.family,
+                    model=model.to_dict(), entries=tuple(entries), risk=s.risk)
 
 
 @dataclass(frozen=True)
@@ -345,19 +371,102 @@ def trusted_slots(model: Surrogate, memory_mb: float, measured_slots: int, setti
                 f"of what a slot gains at {measured_slots} slots, so its answer rests on the curve's flat tail")
 
 
+RISK_CHUNK = 4096
+"""Budgets whose bootstrap predictions are evaluated at once by risk_solve."""
+
+
+def risk_of(fits: Sequence[Surrogate], memory_mb: float, slots: int, rate: float) -> float | None:
+    """The estimated risk that ``slots`` do not sustain ``rate``: the share of the bootstrap fits
+    (surrogates.bootstrap_fits) that predict less there; None when the measurements allow no refit."""
+    if not fits:
+        return None
+    return float(np.mean(predictions(fits, memory_mb, [slots])[:, 0] < rate))
+
+
+def risk_solve(fits: Sequence[Surrogate], memory_mb: float, rate: float, risk: float, min_slots: int,
+               max_slots: int) -> int | None:
+    """The smallest budget whose one-sided lower bound (the ``risk`` quantile of the bootstrap fits'
+    predictions) reaches ``rate``: at most that share of the curves the measurements allow falls short."""
+    if not fits:
+        return None
+    for start in range(min_slots, max_slots + 1, RISK_CHUNK):
+        slots = np.arange(start, min(start + RISK_CHUNK, max_slots + 1))
+        bound = np.quantile(predictions(fits, memory_mb, slots), risk, axis=0)
+        hits = np.flatnonzero(bound >= rate)
+        if hits.size:
+            return int(slots[hits[0]])
+    return None
+
+
 def guarded_solve(model: Surrogate, memory_mb: float, rate: float, *, min_slots: int, measured_slots: int,
-                  settings: ExplorerSettings, safety: float | None = None) -> Solve:
-    """The smallest budget whose prediction reaches safety x rate, within the trusted budgets; when
-    none does, why, and the highest rate the plan can support there."""
+                  settings: ExplorerSettings, safety: float | None = None,
+                  fits: Sequence[Surrogate] | None = None) -> Solve:
+    """The smallest budget whose prediction reaches safety x rate (or, with ``settings.risk`` and the
+    bootstrap ``fits``, whose risk bound reaches the rate), within the trusted budgets; when none
+    does, why, and the highest rate the plan can support there."""
     safety = settings.safety if safety is None else safety
     limit, why = trusted_slots(model, memory_mb, measured_slots, settings)
-    max_rate = max(0.0, float(model.predict(memory_mb, limit))) / safety
-    slots = inverse_solve(model, memory_mb, rate, safety=safety, min_slots=min_slots, max_slots=max(limit, min_slots))
+    if settings.risk is not None and fits is not None:
+        max_rate = max(0.0, float(np.quantile(predictions(fits, memory_mb, [limit])[:, 0], settings.risk)))
+        slots = risk_solve(fits, memory_mb, rate, settings.risk, min_slots, max(limit, min_slots))
+    else:
+        max_rate = max(0.0, float(model.predict(memory_mb, limit))) / safety
+        slots = inverse_solve(model, memory_mb, rate, safety=safety, min_slots=min_slots,
+                              max_slots=max(limit, min_slots))
     if slots is not None:
         return Solve(slots, limit, max_rate)
     return Solve(None, limit, max_rate,
                  f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. Measure at "
                  f"larger budgets (--checkpoint-slots) to extend the model")
+
+
+def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[dict], float]
+               ) -> tuple[Callable[[int], float], int, float] | None:
+    """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
+    ``predict(configuration)`` (the policy's capacities with the plan's metrics) at each budget measured
+    with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
+    further along eta = alpha + beta ln P where the measurements decline with P (never raised). Returns
+    (eta, the largest budget measured, its eta), or None without measurements of that memory."""
+    etas = []
+    for p in points:
+        if p.memory_mb == memory_mb and p.mst > 0 and p.configuration:
+            lam = predict(p.configuration)
+            if lam > 0 and math.isfinite(lam):
+                etas.append((p.slots, min(1.0, p.mst / lam)))
+    if not etas:
+        return None
+    top = max(s for s, _ in etas)
+    eta_top = min(e for s, e in etas if s == top)
+    slope = 0.0
+    if len({s for s, _ in etas}) >= 2:
+        x = np.log([s for s, _ in etas])
+        y = np.array([e for _, e in etas])
+        slope = float(np.polyfit(x, y, 1)[0])
+    if slope >= 0:
+        return (lambda slots: eta_top), top, eta_top
+    return (lambda slots: max(0.0, eta_top + slope * math.log(max(slots, top) / top))), top, eta_top
+
+
+def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], float], need: float, start: int,
+                     limit: int) -> tuple[int | None, float]:
+    """The smallest budget from ``start`` to ``limit`` whose own configuration, at the efficiency
+    measured, reaches ``need`` (the plan's last pass, checked); and what ``limit`` slots would reach."""
+    def reach(slots: int) -> float:
+        return eta(slots) * policy.configure(metrics, slots).predicted_rate
+
+    most = reach(limit)
+    if reach(start) >= need:
+        return start, most
+    if most < need:
+        return None, most
+    lo, hi = start, limit  # reach(lo) < need <= reach(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reach(mid) >= need:
+            hi = mid
+        else:
+            lo = mid
+    return hi, most
 
 
 def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,

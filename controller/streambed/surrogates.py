@@ -134,6 +134,32 @@ def fit(family: str, observations: Sequence[Observation], features: Features = F
     return Surrogate(family=family, a=a, b=b, c=c, features=features)
 
 
+def bootstrap_fits(family: str, observations: Sequence[Observation], features: Features = Features(), *,
+                   samples: int = 400, seed: int = 0) -> list[Surrogate]:
+    """The family refitted on ``samples`` resamples (with replacement) of the observations: the
+    spread of the fitted curve that the measurements allow, for the plan's risk bound. Resamples
+    that cannot determine a slope in P (a single slot count) are skipped; the draws come from
+    ``seed`` alone, so a campaign replayed from its ledger gets the same fits."""
+    obs = list(observations)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, len(obs)]))
+    fits = []
+    for _ in range(samples):
+        sample = [obs[i] for i in rng.integers(0, len(obs), size=len(obs))]
+        if len({o.slots for o in sample}) < 2:
+            continue
+        try:
+            fits.append(fit(family, sample, features))
+        except ValueError:
+            continue
+    return fits
+
+
+def predictions(fits: Sequence[Surrogate], memory_mb: float, slots) -> np.ndarray:
+    """Each fit's prediction at ``slots`` (fits x slots)."""
+    p = np.atleast_1d(np.asarray(slots, dtype=float))
+    return np.array([f.predict(np.full(p.shape, float(memory_mb)), p) for f in fits]).reshape(len(fits), p.size)
+
+
 def _loo_residuals_refit(gm, gp, y) -> np.ndarray:
     n = y.size
     out = np.empty(n)

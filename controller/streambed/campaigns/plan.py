@@ -91,7 +91,10 @@ class PlanCampaign(ExploreCampaign):
         self.title = f"planning {self.query.name} for {rate}"
 
     def params(self) -> dict:
-        return {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
+        params = {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
+        if self.settings.risk is not None:  # recorded only when set: ledgers from before resume
+            params["risk"] = self.settings.risk
+        return params
 
     def run(self, advance: Advance = ignore) -> dict:
         s = self.settings

@@ -126,10 +126,12 @@ class PlanSettings(ExploreSettings):
     safety: float = ExplorerSettings.safety
     max_extrapolation: float = ExplorerSettings.max_extrapolation
     min_marginal: float = ExplorerSettings.min_marginal
+    risk: float | None = ExplorerSettings.risk
+    """Size for this risk of under-provisioning instead of the flat safety factor."""
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
         return replace(super().explorer(self.safety if safety is None else safety),
-                       max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal)
+                       max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal, risk=self.risk)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,17 @@ def non_negative_number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
 
 
+def risk(text: str) -> float:
+    """A risk of under-provisioning: a probability in (0, 0.5]."""
+    try:
+        value = checks.number(text, minimum=0.0, strict=True, text=True)
+    except checks.Invalid:
+        value = -1.0
+    if not 0 < value <= 0.5:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 0.5] such as 0.05, got {text!r}")
+    return value
+
+
 def number_list(text: str) -> tuple[float, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:

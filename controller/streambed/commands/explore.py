@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..campaigns.settings import ExploreSettings, PlanSettings
 from ..report.console import Output
-from .args import memory_list, positive_int, positive_number
+from .args import memory_list, positive_int, positive_number, risk
 from .common import campaign_options, campaign_settings, guard_options, logs, output_options, planner_options, run
 
 
@@ -31,6 +31,8 @@ def register(sub) -> None:
                     help="target events/s, e.g. 2.5e6 (default: 10x the MST measured on the testbed's largest budget)")
     sp.add_argument("--safety", type=positive_number, default=PlanSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
+    sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
+                    help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")
     guard_options(sp, PlanSettings)
     campaign_options(sp, "plan", testbed_size=True)
     planner_options(sp)
@@ -60,7 +62,7 @@ def cmd_plan(args, out: Output) -> None:
     from ..report.tables import plan_tables
 
     settings = _settings(PlanSettings, args, rate=args.rate, safety=args.safety,
-                         max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal)
+                         max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal, risk=args.risk)
     data = run(PlanCampaign(settings, **logs(args, out)), out)
     plan_tables(out, data["plan"], data["exploration"])
     out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")

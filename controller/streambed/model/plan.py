@@ -38,6 +38,12 @@ class PlanEntry:
     """The highest rate the plan supports within ``max_slots`` (the model there, over the safety factor)."""
     unreachable: str | None = None
     """Why no budget is planned (None when one is)."""
+    risk: float | None = None
+    """The estimated risk that ``slots`` do not sustain the rate: the share of the curves the
+    measurements allow (bootstrap fits) that predict less there."""
+    efficiency: float | None = None
+    """The share of its configuration's predicted rate the plan expects that configuration to sustain,
+    from what the testbed's budgets sustained (explorer.efficiency)."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -53,6 +59,8 @@ class Plan:
     family: str
     model: dict
     entries: tuple[PlanEntry, ...]
+    risk: float | None = None
+    """The risk of under-provisioning the plan was sized for (None: sized by the flat safety factor)."""
 
     def entry(self, memory_mb: int) -> PlanEntry:
         for e in self.entries:
@@ -61,8 +69,8 @@ class Plan:
         raise KeyError(memory_mb)
 
     def to_dict(self) -> dict:
-        return {"query": self.query, "rate": self.rate, "safety": self.safety, "family": self.family,
-                "model": self.model, "entries": [e.to_dict() for e in self.entries]}
+        return {"query": self.query, "rate": self.rate, "safety": self.safety, "risk": self.risk,
+                "family": self.family, "model": self.model, "entries": [e.to_dict() for e in self.entries]}
 
     @classmethod
     def from_dict(cls, d: Mapping, origin: str = "plan") -> "Plan":
@@ -148,8 +156,10 @@ class Plan:
                                                     positive=False), dict(by_family), configured_from,
                                      integer(f"{at}.max_slots", e.get("max_slots"), optional=True),
                                      number(f"{at}.max_rate", e.get("max_rate"), optional=True, positive=False),
-                                     unreachable))
-        return cls(d["query"], rate, safety, family, dict(model), tuple(entries))
+                                     unreachable, number(f"{at}.risk", e.get("risk"), optional=True, positive=False),
+                                     number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False)))
+        risk = number("risk", d.get("risk"), optional=True)
+        return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk)
 
 
 def family_spread(by_family: dict[str, int | None]) -> float:

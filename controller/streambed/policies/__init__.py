@@ -13,7 +13,7 @@ skew-aware BIDS2) is one module here plus one line in POLICIES.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Mapping, Protocol, runtime_checkable
 
 from ..errors import UserError
 from ..model import SingleTaskMetrics
@@ -31,6 +31,9 @@ class ConfigurationPolicy(Protocol):
 
     def configure(self, metrics: SingleTaskMetrics, slots: int) -> Proposal:
         """The configuration of at most ``slots`` slots for the query the metrics describe."""
+
+    def predict(self, metrics: SingleTaskMetrics, parallelism: Mapping[str, int]) -> float:
+        """The source rate the policy's capacities give any configuration (its weakest operator's)."""
 
 
 POLICIES: dict[str, type] = {"bids2-skew": SkewAwareBids2, "bids2": Bids2, "ds2": Ds2}

@@ -49,3 +49,6 @@ class Bids2:
 
     def configure(self, metrics: SingleTaskMetrics, slots: int) -> Proposal:
         return bids2(metrics, slots)
+
+    def predict(self, metrics: SingleTaskMetrics, parallelism: Mapping[str, int]) -> float:
+        return bids2_rate(metrics, parallelism)

@@ -10,7 +10,7 @@ import math
 
 from ..model import SingleTaskMetrics
 from .base import Proposal
-from .bids2 import bids2
+from .bids2 import bids2, bids2_rate
 
 
 def ds2(metrics: SingleTaskMetrics, target_rate: float) -> dict[str, int]:
@@ -38,6 +38,9 @@ class Ds2:
     """DS2 on a budget: the one-pass parallelism of the largest rate that fits (remaining slots unused)."""
 
     name = "ds2"
+
+    def predict(self, metrics: SingleTaskMetrics, parallelism) -> float:
+        return bids2_rate(metrics, parallelism)  # DS2 takes every task as carrying 1/pi, as BIDS2
 
     def configure(self, metrics: SingleTaskMetrics, slots: int) -> Proposal:
         parallelism, rate = ds2_within(metrics, slots)

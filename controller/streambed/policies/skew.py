@@ -126,6 +126,11 @@ def skew_aware_bids2(metrics: SingleTaskMetrics, slots: int) -> Proposal:
     return Proposal(best, min(capacity(rates[n], best[n], fixed) for n in names))
 
 
+def predicted_rate(metrics: SingleTaskMetrics, parallelism) -> float:
+    """The source rate a configuration sustains on these capacities: its weakest operator's."""
+    return min(capacity(r, parallelism[n], metrics.max_parallelism) for n, r in metrics.operators)
+
+
 class SkewAwareBids2:
     """BIDS2's objective on the capacities the busiest tasks allow (the default policy)."""
 
@@ -133,3 +138,6 @@ class SkewAwareBids2:
 
     def configure(self, metrics: SingleTaskMetrics, slots: int) -> Proposal:
         return skew_aware_bids2(metrics, slots)
+
+    def predict(self, metrics: SingleTaskMetrics, parallelism) -> float:
+        return predicted_rate(metrics, parallelism)

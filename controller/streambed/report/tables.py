@@ -13,11 +13,15 @@ FAMILY_SPREAD_WARNING = 1.5
 def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> None:
     entries = plan["entries"]
     families = list(entries[0].get("by_family") or {}) if entries else []
-    out.table(f"Plan for {plan['query']} at {plan['rate']:,.0f} events/s (x{plan['safety']:.2f} safety), "
+    sizing = (f"sized for a {100 * plan['risk']:g} % risk" if plan.get("risk")
+              else f"x{plan['safety']:.2f} safety")
+    out.table(f"Plan for {plan['query']} at {plan['rate']:,.0f} events/s ({sizing}), "
               f"{plan['family']} model (cf. the paper's Table IV)",
-              ("memory per slot, MB", "task slots", "model MST at that budget, events/s", "trusted up to, slots",
-               "most it supports, events/s") + ((f"slots if {' / '.join(families)}",) if families else ()),
-              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"], e.get("max_slots"),
+              ("memory per slot, MB", "task slots", "model MST at that budget, events/s", "estimated risk",
+               "trusted up to, slots", "most it supports, events/s")
+              + ((f"slots if {' / '.join(families)}",) if families else ()),
+              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"],
+                f"{100 * e['risk']:.1f} %" if e.get("risk") is not None else "-", e.get("max_slots"),
                 e.get("max_rate")) + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),)
                                       if families else ())
                for e in entries])
