@@ -159,14 +159,16 @@ def judged_plan(out_dir: Path, name: str, multiple: float) -> dict:
     entry = plan.entry(4096)
     own = None
     if entry.slots:
-        own = gt.configuration_mst(Configuration.of(profile.query(), entry.configuration), 4096).mst
+        own = gt.configuration_mst(Configuration.of(profile.query(), entry.configuration, entry.max_parallelism),
+                                   4096).mst
     found = gt.min_slots(rate, 4096)
     true_min = found[0] if found else None
     limit = entry.max_slots
     verdict = plan_verdict(entry.slots, own, rate, true_min, limit)
     return {"profile": name, "multiple": multiple, "rate": rate, "testbed_mst": testbed_mst, "family": plan.family,
             "selection": ex.selection, "planned": {e.memory_mb: e.slots for e in plan.entries},
-            "planned_slots": entry.slots, "configuration": entry.configuration, "true_min": true_min,
+            "planned_slots": entry.slots, "configuration": entry.configuration,
+            "max_parallelism": entry.max_parallelism, "true_min": true_min,
             "own_mst": own, "own_over_rate": own / rate if own is not None else None, "limit": limit,
             "verdict": verdict, "optimizer_calls": ex.optimizer_calls, "estimator_calls": ex.estimator_calls,
             "testbed_minutes": ex.testbed_seconds / 60, "wall_s": time.time() - t0}

@@ -207,3 +207,58 @@ def test_guard_rails_stop_a_plan_where_the_model_is_no_longer_trusted():
     far = guarded_solve(log, 4096, 1e6, min_slots=2, measured_slots=48, settings=s)
     assert far.slots is None and far.max_rate == pytest.approx(1e5 * math.log(far.max_slots) / 1.1)
     assert "the most this plan supports" in far.unreachable and "--checkpoint-slots" in far.unreachable
+
+
+def _point(slots, mst, configuration, memory=4096):
+    from streambed.explorer import ExplorationPoint
+
+    return ExplorationPoint(memory, slots, mst, configuration, 0.0, math.nan, 0.0, "search")
+
+
+def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_do():
+    from streambed.explorer import efficiency
+
+    predict = lambda c: 1000.0 * c["A"]  # noqa: E731 - a policy whose prediction is linear in A's tasks
+    flat = [_point(p, 900.0 * p, {"A": p}) for p in (4, 16, 48)]
+    eta, top, eta_top = efficiency(flat, 4096, predict)
+    assert top == 48 and eta_top == pytest.approx(0.9) and eta(1000) == pytest.approx(0.9)
+    # repeats of the largest budget: the lowest counts
+    eta, _, eta_top = efficiency(flat + [_point(48, 800.0 * 48, {"A": 48})], 4096, predict)
+    assert eta_top == pytest.approx(0.8)
+    # eta falls from 1.0 at 4 tasks to 0.5 at 48: beyond, it keeps falling along its log trend
+    falling = [_point(p, 1000.0 * p * (1 - 0.5 * math.log(p / 4) / math.log(12)), {"A": p}) for p in (4, 12, 48)]
+    eta, _, eta_top = efficiency(falling, 4096, predict)
+    assert eta_top == pytest.approx(0.5) and eta(480) < 0.5 and eta(48) == pytest.approx(0.5)
+    assert efficiency(flat, 512, predict) is None  # no measurement of that memory
+
+
+def test_the_plans_own_configuration_gets_the_slots_it_needs():
+    from streambed.explorer import configured_slots
+    from streambed.model import OperatorRates, SingleTaskMetrics
+    from streambed.policies import policy_named
+
+    m = SingleTaskMetrics("q", 4096, (("A#1", OperatorRates(1000.0, 1.0, keyed=True)),))
+    policy = policy_named("bids2-skew")
+    # 128 key groups: 43 tasks work like 42.7, 64 like 64: 50,000 events/s needs 64 tasks at eta 1
+    slots, most = configured_slots(policy, m, lambda p: 1.0, 50_000, 43, 1000)
+    assert slots == 64 and most >= 50_000
+    slots, _ = configured_slots(policy, m, lambda p: 1.0, 40_000, 43, 1000)
+    assert slots == 43  # the model's budget suffices as it is
+    assert configured_slots(policy, m, lambda p: 0.5, 1e9, 43, 1000)[0] is None
+
+
+def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():
+    from streambed.explorer import risk_of, risk_solve
+    from streambed.model import Features, Observation
+    from streambed.surrogates import bootstrap_fits
+
+    rng = __import__("numpy").random.default_rng(3)
+    plans = []
+    for noise in (0.01, 0.10):
+        obs = [Observation(4096, p, 1000.0 * p * (1 + noise * rng.standard_normal())) for p in (4, 8, 16, 24, 32, 40, 48)]
+        fits = bootstrap_fits("linear", obs, Features(), samples=300, seed=1)
+        assert fits == bootstrap_fits("linear", obs, Features(), samples=300, seed=1)  # from the seed alone
+        slots = risk_solve(fits, 4096, 1e6, 0.05, 2, 5000)
+        assert risk_of(fits, 4096, slots, 1e6) <= 0.05 < risk_of(fits, 4096, slots - 1, 1e6)
+        plans.append(slots)
+    assert plans[0] < plans[1]

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import UserError
-from .model import (FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Measurement, Observation, Plan, PlanEntry, Query,
+from .model import (FAMILIES, MAX_PLAN_SLOTS, keygroups, Budget, Features, Measurement, Observation, Plan, PlanEntry, Query,
                     SingleTaskMetrics, Surrogate, TestbedInfo)
 from .optimizer import Optimizer
 from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split
@@ -285,6 +285,37 @@ class ResourceExplorer:
                     f"the largest run of D ({top.slots} slots)")
         return self.optimizer.single_task(memory_mb), "the single-task run"
 
+    def _configure(self, ex: Exploration, memory_mb: int, rate: float, solve: Solve, alternatives: dict,
+                   model: Surrogate, fits: Sequence[Surrogate]) -> PlanEntry:
+        """The plan's last pass for one memory per slot (section VI, "Model usage"): the policy's
+        configuration of the model's budget, checked against the efficiency the testbed measured and
+        grown until that configuration reaches the rate; where Flink's default key groups cost slots,
+        the same with the job's max parallelism set (planned_max_parallelism)."""
+        s, m, policy = self.settings, memory_mb, self.optimizer.policy
+        metrics, origin = self.final_metrics(ex, m)
+        eff = efficiency(ex.points, m, lambda c: policy.predict(metrics, c))
+        slots, max_parallelism = solve.slots, None
+        if eff is not None:
+            eta, top, eta_top = eff
+            need = rate * (1.0 if s.risk is not None else s.safety)
+            slots, most = configured_slots(policy, metrics, eta, need, solve.slots, solve.max_slots)
+            if self.optimizer.query.keyed and (slots is None or slots > solve.slots):
+                fixed = replace(metrics, max_parallelism=planned_max_parallelism(slots or solve.max_slots))
+                fixed_slots, fixed_most = configured_slots(policy, fixed, eta, need, solve.slots, solve.max_slots)
+                if fixed_slots is not None and (slots is None or fixed_slots < slots):
+                    slots, most, metrics, max_parallelism = fixed_slots, fixed_most, fixed, fixed.max_parallelism
+            if slots is None:
+                return PlanEntry(
+                    m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
+                    f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at the "
+                    f"{100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets reached "
+                    f"({100 * eta_top:.0f} % at {top} slots), supports at most {most * rate / need:,.0f} events/s. "
+                    f"Measure at larger budgets (--checkpoint-slots) to extend the model")
+        sol = policy.configure(metrics, slots)
+        return PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
+                         origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
+                         efficiency=eff[0](slots) if eff is not None else None, max_parallelism=max_parallelism)
+
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
         """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget."""
         s = self.settings
@@ -302,29 +333,7 @@ class ResourceExplorer:
                 entries.append(PlanEntry(m, None, None, None, None, alternatives, None, solve.max_slots, solve.max_rate,
                                          solve.unreachable))
                 continue
-            metrics, origin = self.final_metrics(ex, m)
-            policy = self.optimizer.policy
-            slots, max_slots, max_rate = solve.slots, solve.max_slots, solve.max_rate
-            eff = efficiency(ex.points, m, lambda c: policy.predict(metrics, c))
-            if eff is not None:
-                # The model's budget must also hold for the configuration it gets: key-group steps,
-                # skew and what the testbed measured below the policy's prediction can ask for more.
-                eta, top, eta_top = eff
-                need = rate * (1.0 if s.risk is not None else s.safety)
-                slots, most = configured_slots(policy, metrics, eta, need, solve.slots, solve.max_slots)
-                if slots is None:
-                    entries.append(PlanEntry(
-                        m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
-                        f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at "
-                        f"the {100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets "
-                        f"reached ({100 * eta_top:.0f} % at {top} slots), supports at most {most * rate / need:,.0f} "
-                        f"events/s. Measure at larger budgets (--checkpoint-slots) to extend the model"))
-                    continue
-            sol = policy.configure(metrics, slots)
-            entries.append(PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism,
-                                     sol.predicted_rate, alternatives, origin, max_slots, max_rate,
-                                     risk=risk_of(fits, m, slots, rate),
-                                     efficiency=eff[0](slots) if eff is not None else None))
+            entries.append(self._configure(ex, m, rate, solve, alternatives, model, fits))
         return Plan(query=query.name, rate=rate, safety=1.0 if s.risk is not None else s.safety, family=model.family,
                     model=model.to_dict(), entries=tuple(entries), risk=s.risk)
 
@@ -467,6 +476,12 @@ def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], fl
         else:
             lo = mid
     return hi, most
+
+
+def planned_max_parallelism(slots: int) -> int:
+    """The max parallelism a plan sets when Flink's default would cost slots: 16 key groups or more per
+    slot, so that the busiest task owns at most ~6 % more than the mean, within Flink's 32,768."""
+    return min(keygroups.MAX_MAX_PARALLELISM, max(keygroups.MIN_MAX_PARALLELISM, 1 << (16 * slots - 1).bit_length()))
 
 
 def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,

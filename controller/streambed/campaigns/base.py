@@ -26,7 +26,8 @@ def testbed_of(campaign: CampaignSettings, log: Log, max_slots: int | None = Non
     return testbeds.create(campaign.testbed.name, campaign.request(max_slots), log)
 
 
-def configuration_of(query: Query, mapping: Mapping[str, int] | None, option: str = "--config") -> Configuration:
+def configuration_of(query: Query, mapping: Mapping[str, int] | None, option: str = "--config",
+                     max_parallelism: int | None = None) -> Configuration:
     """The configuration a user gave for ``query`` (None: every operator at 1, section V's single task)."""
     if mapping is None:
         return Configuration.single_task(query)
@@ -34,7 +35,7 @@ def configuration_of(query: Query, mapping: Mapping[str, int] | None, option: st
     if unknown:
         raise UserError(f"{option}: unknown operator(s) {', '.join(unknown)} for query {query.name} "
                         f"(expected: {', '.join(query.operators)})")
-    return Configuration.of(query, mapping)
+    return Configuration.of(query, mapping, max_parallelism)
 
 
 def open_ledger(campaign: CampaignSettings, kind: str, params: dict) -> Ledger:

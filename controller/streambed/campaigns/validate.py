@@ -11,8 +11,8 @@ from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_o
 from .settings import ValidateSettings
 
 
-def _plan_entry(settings: ValidateSettings) -> tuple[dict, float]:
-    """The configuration and rate of the plan's budget for ``settings.memory_mb``."""
+def _plan_entry(settings: ValidateSettings) -> tuple[dict, float, int | None]:
+    """The configuration, rate and max parallelism of the plan's budget for ``settings.memory_mb``."""
     plan = read_plan(settings.plan)
     if plan.query != settings.campaign.query:
         raise UserError(f"--plan: {settings.plan} plans {plan.query}, not --query {settings.campaign.query}")
@@ -23,7 +23,7 @@ def _plan_entry(settings: ValidateSettings) -> tuple[dict, float]:
                         f"(it has {', '.join(str(e.memory_mb) for e in plan.entries)})") from None
     if entry.slots is None:
         raise UserError(f"--plan: the plan found no budget for {settings.memory_mb} MB per slot (unreachable rate)")
-    return entry.configuration, settings.rate or plan.rate
+    return entry.configuration, settings.rate or plan.rate, entry.max_parallelism
 
 
 class ValidateCampaign:
@@ -31,8 +31,9 @@ class ValidateCampaign:
 
     def __init__(self, settings: ValidateSettings, *, status: Log = ignore, log: Log = ignore):
         self.settings = s = settings
+        max_parallelism = None
         if s.plan:
-            mapping, self.rate = _plan_entry(s)
+            mapping, self.rate, max_parallelism = _plan_entry(s)
         elif s.configuration and s.rate:
             mapping, self.rate = None, s.rate
         else:
@@ -42,7 +43,7 @@ class ValidateCampaign:
         self.query = self.testbed.query(s.campaign.query)
         if mapping:
             try:
-                self.configuration = Configuration.of(self.query, mapping)
+                self.configuration = Configuration.of(self.query, mapping, max_parallelism)
             except UserError as e:
                 raise UserError(f"--plan: {s.plan}: the entry of {s.memory_mb} MB: {e}") from None
         else:

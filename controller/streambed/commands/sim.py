@@ -111,7 +111,7 @@ def _given_configuration(args, query):
         raise UserError(f"--memory: {args.plan} has no budget for {args.memory} MB per slot") from None
     if entry.configuration is None:
         raise UserError(f"--plan: the plan found no budget for {args.memory} MB per slot (unreachable rate)")
-    return configuration_of(query, entry.configuration, "--plan"), plan.rate
+    return configuration_of(query, entry.configuration, "--plan", entry.max_parallelism), plan.rate
 
 
 def cmd_sim_truth(args, out: Output) -> None:

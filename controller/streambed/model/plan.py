@@ -44,6 +44,9 @@ class PlanEntry:
     efficiency: float | None = None
     """The share of its configuration's predicted rate the plan expects that configuration to sustain,
     from what the testbed's budgets sustained (explorer.efficiency)."""
+    max_parallelism: int | None = None
+    """The job's max parallelism the configuration needs (Flink's pipeline.max-parallelism); None:
+    Flink's default, derived from each keyed operator's parallelism."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -157,7 +160,8 @@ class Plan:
                                      integer(f"{at}.max_slots", e.get("max_slots"), optional=True),
                                      number(f"{at}.max_rate", e.get("max_rate"), optional=True, positive=False),
                                      unreachable, number(f"{at}.risk", e.get("risk"), optional=True, positive=False),
-                                     number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False)))
+                                     number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False),
+                                     integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True)))
         risk = number("risk", d.get("risk"), optional=True)
         return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk)
 

@@ -88,9 +88,12 @@ class Configuration:
     """Operator -> parallelism; the sum is the number of slots used (paper Eq. 4)."""
 
     parallelism: tuple[tuple[str, int], ...]
+    max_parallelism: int | None = None
+    """The job's max parallelism (key groups of every keyed operator, Flink's pipeline.max-parallelism)
+    when the configuration sets it; None: Flink's default per operator (model/keygroups.py)."""
 
     @classmethod
-    def of(cls, query: Query, mapping: Mapping[str, int]) -> "Configuration":
+    def of(cls, query: Query, mapping: Mapping[str, int], max_parallelism: int | None = None) -> "Configuration":
         missing = [op for op in query.operators if op not in mapping]
         extra = [op for op in mapping if op not in query.operators]
         if missing:
@@ -104,7 +107,12 @@ class Configuration:
                 items.append((op, int(p)))
             else:
                 raise UserError(f"configuration: parallelism of {op} must be an integer >= 1, got {p!r}")
-        return cls(tuple(items))
+        if max_parallelism is not None:
+            too_many = [op for op, p in items if op in query.keyed and p > max_parallelism]
+            if too_many:
+                raise UserError(f"configuration: keyed operator(s) {', '.join(too_many)} have more tasks than the "
+                                f"max parallelism {max_parallelism}")
+        return cls(tuple(items), max_parallelism)
 
     @classmethod
     def single_task(cls, query: Query) -> "Configuration":
@@ -126,7 +134,8 @@ class Configuration:
 
     def key(self) -> str:
         """Stable text form, used as part of ledger keys."""
-        return ",".join(f"{op}={p}" for op, p in self.parallelism)
+        text = ",".join(f"{op}={p}" for op, p in self.parallelism)
+        return text if self.max_parallelism is None else f"{text}|max-parallelism={self.max_parallelism}"
 
 
 def check_slots(slots: int, operators: int, *, query: str = "the query", field: str = "slots",

@@ -220,6 +220,8 @@ class FlinkTestbed:
                 "--source-parallelism", str(self.settings.source_parallelism),
                 "--parallelism", ",".join(f"{op}={p}" for op, p in configuration.parallelism),
                 "--job-name", name]
+        if configuration.max_parallelism is not None:  # the plan sets the job's key groups (pipeline.max-parallelism)
+            args += ["--max-parallelism", str(configuration.max_parallelism)]
         resp = self._rest("post", f"/jars/{self._jar()}/run", json={"programArgsList": args}, timeout=120)
         if resp.status_code >= 400:
             raise QueryRejected(f"query {query}: Flink refused the job: {_flink_error(resp)}")

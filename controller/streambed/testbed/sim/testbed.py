@@ -8,7 +8,7 @@ Time is simulated: ``wait`` and ``observe`` advance the clock instead of sleepin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -55,6 +55,7 @@ class SimTestbed:
         check_slots(self.settings.max_slots, len(profile.operators), query=profile.name, field="max slots")
         self._query = profile.query()
         self._streams = keyed_streams(profile)
+        self._fixed_streams: dict[int, dict] = {}
         self._analytic: dict[int, AnalyticCapacityModel] = {}
         self._budget: Budget | None = None
         self._runs: dict[str, Engine] = {}
@@ -87,7 +88,8 @@ class SimTestbed:
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
         q = self.query(query)
         check_start(self._budget, configuration)
-        for name, stream in self._streams.items():
+        streams = self._streams_for(configuration.max_parallelism)
+        for name, stream in streams.items():
             if configuration[name] > stream.parallelism_limit:
                 # Flink refuses to submit such a job: a keyed operator has at most max-parallelism tasks
                 raise UserError(f"configuration: {name} is keyed and Flink allows it at most {stream.parallelism_limit:,} "
@@ -98,7 +100,7 @@ class SimTestbed:
         scale = self._speed_scale(configuration, seed)
         engine = Engine(self.profile, configuration, self._budget.memory_mb, seed=seed, dt=self.settings.dt,
                         sample_period=self.settings.sample_period, catch_up=self.settings.catch_up,
-                        speed_scale=scale, keyed_streams=self._streams, noise=self.settings.noise)
+                        speed_scale=scale, keyed_streams=streams, noise=self.settings.noise)
         engine.set_rate(rate)
         self._runs[run_id] = engine
         return Run(run_id, q, configuration, self._budget, self._clock, rate)
@@ -149,6 +151,14 @@ class SimTestbed:
         return self._clock
 
     # -- Simulation extras (tests and diagnostics) ------------------------------------------------
+
+    def _streams_for(self, max_parallelism: int | None):
+        """The key distributions as a job with this max parallelism partitions them (None: the profile's)."""
+        if max_parallelism is None or max_parallelism == self.profile.max_parallelism:
+            return self._streams
+        if max_parallelism not in self._fixed_streams:
+            self._fixed_streams[max_parallelism] = keyed_streams(replace(self.profile, max_parallelism=max_parallelism))
+        return self._fixed_streams[max_parallelism]
 
     def engine(self, run: Run) -> Engine:
         """The engine behind a run (its full sample log, for plots and tests)."""

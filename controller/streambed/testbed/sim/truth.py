@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import UserError
 from ...model import Configuration
@@ -145,6 +145,10 @@ class GroundTruth:
 
     def configuration_mst(self, configuration: Configuration, memory_mb: float) -> Truth:
         """The MST of a given configuration (a plan's own, say), measured as ``true_mst`` measures the best."""
+        mp = configuration.max_parallelism
+        if mp is not None and mp != self.profile.max_parallelism:  # the job partitions its keys otherwise
+            return GroundTruth(replace(self.profile, max_parallelism=mp), self.settings).configuration_mst(
+                configuration, memory_mb)
         cap = self.model(memory_mb).capacity(configuration)
         mst = self.engine_mst(configuration, memory_mb, cap.mst)
         return Truth(self.profile.name, configuration.slots, int(memory_mb), configuration, mst, cap.mst,
