@@ -307,14 +307,15 @@ class ResourceExplorer:
             if slots is None:
                 return PlanEntry(
                     m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
-                    f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at the "
+                    model_slots=solve.slots, unreachable=f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at the "
                     f"{100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets reached "
                     f"({100 * eta_top:.0f} % at {top} slots), supports at most {most * rate / need:,.0f} events/s. "
                     f"Measure at larger budgets (--checkpoint-slots) to extend the model")
         sol = policy.configure(metrics, slots)
         return PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
-                         efficiency=eff[0](slots) if eff is not None else None, max_parallelism=max_parallelism)
+                         efficiency=eff[0](slots) if eff is not None else None, model_slots=solve.slots,
+                         max_parallelism=max_parallelism)
 
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
         """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget."""

@@ -44,6 +44,9 @@ class PlanEntry:
     efficiency: float | None = None
     """The share of its configuration's predicted rate the plan expects that configuration to sustain,
     from what the testbed's budgets sustained (explorer.efficiency)."""
+    model_slots: int | None = None
+    """The model's own budget (its inverse solve), before the last pass checked the configuration;
+    what ``fit`` gives from the same measurements."""
     max_parallelism: int | None = None
     """The job's max parallelism the configuration needs (Flink's pipeline.max-parallelism); None:
     Flink's default, derived from each keyed operator's parallelism."""
@@ -161,6 +164,7 @@ class Plan:
                                      number(f"{at}.max_rate", e.get("max_rate"), optional=True, positive=False),
                                      unreachable, number(f"{at}.risk", e.get("risk"), optional=True, positive=False),
                                      number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False),
+                                     integer(f"{at}.model_slots", e.get("model_slots"), optional=True),
                                      integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True)))
         risk = number("risk", d.get("risk"), optional=True)
         return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk)
