@@ -35,6 +35,7 @@ from rich.table import Table
 
 from streambed.campaigns.plan import run_plan
 from streambed.campaigns.chain import assemble
+from streambed.policies import DEFAULT_POLICY
 from streambed.estimator import Timing
 from streambed.explorer import ExplorerSettings, select_family
 from streambed.ledger import Ledger
@@ -77,15 +78,22 @@ def fmt(v):
     return str(v)
 
 
+PAPER_METHOD = {"policy": "bids2", "min_marginal": 0.0}
+"""The paper's own method: its BIDS2 and an inverse solve with no guard rail (section B)."""
+
+
 def plan_campaign(out: Path, query: str, rate: float, memories, timing: str, seed: int = 0,
-                  profile: SimProfile | None = None):
+                  profile: SimProfile | None = None, policy: str = DEFAULT_POLICY, min_marginal: float | None = None):
     """One plan campaign on a fresh 48-slot simulated testbed; its ledger and files under ``out``.
     ``profile``: a profile changed in memory (section B's noise levels) instead of the shipped one."""
     if out.exists():
         shutil.rmtree(out)
     tb = SimTestbed(profile or load_profile(query), SimSettings(seed=seed, max_slots=TESTBED_SLOTS))
+    settings = ExplorerSettings(seed=seed)
+    if min_marginal is not None:
+        settings = replace(settings, min_marginal=min_marginal)
     with Ledger.open(out, "plan", {"query": query, "rate": rate}, resume=False) as ledger:
-        return run_plan(tb, ledger, query, rate, memories, Timing.named(timing), ExplorerSettings(seed=seed), out)
+        return run_plan(tb, ledger, query, rate, memories, Timing.named(timing), settings, out, policy=policy)
 
 
 # -- A ------------------------------------------------------------------------------------------------
@@ -303,9 +311,9 @@ def analytic_campaign(out_dir: Path, query: str, noise: float, shipped_noise: bo
     timing = "paper-complex" if query in COMPLEX else "paper-simple"
     t0 = time.time()
     outcome = plan_campaign(out_dir / f"{name}-noise{100 * noise:g}-seed{seed}", name, TABLE_IV_RATE[query],
-                            memories, timing, seed, profile=with_noise(load_profile(name), noise))
+                            memories, timing, seed, profile=with_noise(load_profile(name), noise), **PAPER_METHOD)
     plan = outcome.plan
-    planned = {m: plan.entry(m).slots for m in memories}
+    planned = {m: plan.entry(m).model_slots for m in memories}  # the paper's model usage: its inverse solve
     return {"query": query, "profile": name, "noise": noise, "shipped_noise": shipped_noise, "seed": seed,
             "paper_family": TABLE_III_FAMILY[query], "family": plan.family,
             "selection": outcome.exploration.selection, "planned": planned, "paper": TABLE_IV_SLOTS[query],
