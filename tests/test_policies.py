@@ -115,3 +115,24 @@ def test_skew_aware_bids2_configures_q11_better_than_bids2_on_the_sim(tmp_path):
     assert skew.mst > 1.1 * paper.mst
     assert abs(skew.predicted_rate / skew.mst - 1) < abs(paper.predicted_rate / paper.mst - 1)
     assert not math.isnan(skew.predicted_rate)
+
+
+def test_a_configuration_may_set_the_jobs_max_parallelism_and_the_sim_applies_it():
+    """With Flink's default key groups q11's window gains nothing from 128 to 170 tasks (256 groups, 2
+    per task); with the job's max parallelism set to 4,096 every task counts."""
+    from streambed.errors import UserError
+    from streambed.explorer import planned_max_parallelism
+    from streambed.model import Configuration
+    from streambed.testbed.sim.profile import load_profile
+    from streambed.testbed.sim.truth import GroundTruth
+
+    assert [planned_max_parallelism(s) for s in (4, 155, 3000)] == [128, 4096, 32768]
+    profile = load_profile("q11")
+    query = profile.query()
+    default = Configuration.of(query, {"Calc#1": 11, "GroupWindowAggregate#2": 150, "Calc#3": 1, "Sink#4": 1})
+    fixed = Configuration.of(query, default.as_dict(), max_parallelism=4096)
+    assert fixed.key().endswith("|max-parallelism=4096") and fixed != default
+    gt = GroundTruth(profile)
+    assert gt.configuration_mst(fixed, 4096).mst > 1.1 * gt.configuration_mst(default, 4096).mst
+    with pytest.raises(UserError, match="max parallelism 100"):
+        Configuration.of(query, default.as_dict(), max_parallelism=100)

@@ -307,10 +307,11 @@ class ResourceExplorer:
             if slots is None:
                 return PlanEntry(
                     m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
-                    model_slots=solve.slots, unreachable=f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at the "
-                    f"{100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets reached "
+                    model_slots=solve.slots,
+                    unreachable=f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at "
+                    f"the {100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets reached "
                     f"({100 * eta_top:.0f} % at {top} slots), supports at most {most * rate / need:,.0f} events/s. "
-                    f"Measure at larger budgets (--checkpoint-slots) to extend the model")
+                    f"{MEASURE_NEXT}")
         sol = policy.configure(metrics, slots)
         return PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
@@ -381,6 +382,10 @@ def trusted_slots(model: Surrogate, memory_mb: float, measured_slots: int, setti
                 f"of what a slot gains at {measured_slots} slots, so its answer rests on the curve's flat tail")
 
 
+MEASURE_NEXT = ("To extend the model, measure larger budgets: a larger testbed (--max-slots on the sim, more "
+                "slots in the Flink inventory), or a staged run on part of the production cluster")
+"""What an unreachable answer says to measure next."""
+
 RISK_CHUNK = 4096
 """Budgets whose bootstrap predictions are evaluated at once by risk_solve."""
 
@@ -426,8 +431,7 @@ def guarded_solve(model: Surrogate, memory_mb: float, rate: float, *, min_slots:
     if slots is not None:
         return Solve(slots, limit, max_rate)
     return Solve(None, limit, max_rate,
-                 f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. Measure at "
-                 f"larger budgets (--checkpoint-slots) to extend the model")
+                 f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. {MEASURE_NEXT}")
 
 
 def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[dict], float]
