@@ -96,10 +96,10 @@ class GroundTruth:
         return eng
 
     def _sustains(self, warmed: Engine, rate: float) -> bool:
-        """Whether the job processes ``threshold`` of what is offered over the observation. Processed,
-        not merely accepted: what the source emitted into buffers that keep filling is not sustained,
-        though a large job's buffers can take minutes of an overload before they hold the source back
-        (q5 at 20,000 slots absorbed 300 s of a 10 % overload)."""
+        """Whether the source emits ``threshold`` of what it is offered over the observation, and the job
+        processes it: records piling up in its buffers count as not processed (a large job's buffers can
+        take minutes of an overload before they hold the source back: q5 at 20,000 slots absorbed 300 s of
+        a 10 % overload). A backlog that shrinks does not count in favour: it was offered before."""
         s = self.settings
         eng = copy.deepcopy(warmed, memo={id(warmed.profile): warmed.profile})
         eng.set_rate(rate)
@@ -107,8 +107,9 @@ class GroundTruth:
         e0, o0, b0 = eng.emitted_total, eng.offered_total, eng.backlog
         eng.advance(s.observe_s)
         offered = eng.offered_total - o0
-        processed = (eng.emitted_total - e0) - (eng.backlog - b0)
-        return offered > 0 and processed >= s.threshold * offered
+        emitted = eng.emitted_total - e0
+        piled = max(0.0, eng.backlog - b0)
+        return offered > 0 and emitted - piled >= s.threshold * offered
 
     def engine_mst(self, configuration: Configuration, memory_mb: float, estimate: float) -> float:
         """MST of one configuration measured on the engine by bisection around ``estimate``."""
