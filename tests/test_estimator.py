@@ -5,11 +5,13 @@ import math
 import pytest
 
 from streambed.errors import JobRestarted, TestbedUnreachable
+from dataclasses import replace
+
 from streambed.estimator import (TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
-                                 next_rate)
+                                 next_rate, verdict)
 from streambed.errors import UserError
 from streambed.ledger import Ledger
-from streambed.model import Budget, Configuration
+from streambed.model import Budget, Configuration, Measurement, OperatorMetrics
 from streambed.testbed.sim.profile import parse_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
@@ -75,8 +77,10 @@ def test_estimate_finds_the_capacity_within_the_sensibility(tmp_path):
     tb = SimTestbed(toy(), SimSettings(noise=False))
     with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
         est = estimate(tb, ledger)
-    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.02)
-    assert est.mst <= 100_000 / 0.99 * 1.001  # never above what passes the 99 % rule
+    assert est.mst == pytest.approx(100_000, rel=0.01)
+    # never above what keeps the shortfall within the steady-state share (the paper's 99 % rule
+    # alone accepts up to 1 % more, 101,010 events/s)
+    assert est.mst <= 100_000 / FAST.steady_threshold * 1.001
     # every sustained window is below every failed one: the bounds are consistent
     ok = [w.rate for w in est.windows if w.success]
     bad = [w.rate for w in est.windows if not w.success]
@@ -196,4 +200,75 @@ def test_a_partly_recorded_estimate_warms_up_again_and_measures_only_the_rest(tm
         est = estimate(tb, ledger)
         assert ledger.executed == 3
     assert tb.starts == 1  # one fresh job, warmed up again
-    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.02)
+    assert est.mst == pytest.approx(100_000, rel=0.01)
+
+
+def window(offered_rate, emitted_rate, seconds, saturated=False, start=0.0):
+    return Measurement(offered_rate, emitted_rate, 0.0, (offered_rate - emitted_rate) * seconds, 0.0, 0.0,
+                       start, start + seconds, source_saturated=saturated)
+
+
+def test_the_verdict_is_the_papers_test_then_the_pending_trend():
+    t = Timing("t", 20, 5, 100, 10, 30, 8, steady_observe_s=90)
+    assert verdict(window(100, 100, 30), t) is True  # flat: sustained at once
+    assert verdict(window(100, 98.9, 30), t) is False  # the paper's 99 % rule
+    assert verdict(window(100, 100, 30, saturated=True), t) is False  # the source, not the job
+    assert verdict(window(100, 99.5, 30), t) is None  # fell behind a little: observe longer
+    assert verdict(window(100, 99.5, 90), t) is False  # and kept falling behind
+    assert verdict(window(100, 99.9, 90), t) is True  # within the steady share (0.2 %)
+    paper = replace(t, steady_threshold=t.threshold)
+    assert verdict(window(100, 99.5, 90), paper) is True  # the paper's estimator, as it was
+
+
+def test_joined_windows_weigh_rates_by_time_and_keep_the_pending_span():
+    def om(busy, tasks):
+        return (OperatorMetrics("a", 2, 10.0 * busy, 5.0, busy, max(tasks), 0.0, tasks),)
+
+    a = Measurement(100, 100, 7, 7, 0.0, 0.01, 0, 30, operators=om(0.4, (0.2, 0.6)))
+    b = Measurement(100, 97, 7, 187, 3.0, 0.02, 30, 90, operators=om(0.7, (0.9, 0.5)))
+    ab = a.then(b)
+    assert (ab.start, ab.end, ab.pending_start, ab.pending_end) == (0, 90, 7, 187)
+    assert ab.achieved_rate == pytest.approx(98) and ab.shortfall == pytest.approx(0.02)
+    o = ab.operator("a")
+    assert o.busyness == pytest.approx(0.6) and o.input_rate == pytest.approx(6.0)
+    # the busiest task over the whole span: the first task's 0.2 then 0.9, not the max of the maxima
+    assert o.task_busyness == pytest.approx((2 / 3, 0.5 + 0.1 / 3)) and o.busyness_max == pytest.approx(2 / 3)
+    assert ab.achieved_cv == 0.02
+
+
+def test_a_window_that_falls_behind_a_little_is_observed_longer(tmp_path):
+    """Between the capacity and 1 % above it the paper's test passes; the longer observation does not."""
+    timing = replace(FAST, steady_observe_s=3 * FAST.observe_s, steady_threshold=0.999, sensibility=0.002)
+    tb = SimTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger, timing)
+    longer = [w for w in est.windows if w.measurement.end - w.measurement.start > FAST.observe_s + 1e-6]
+    assert longer, "no window was observed longer"
+    assert all(w.measurement.end - w.measurement.start == pytest.approx(timing.steady_observe_s) for w in longer)
+    # a window the paper's 99 % rule passes, which fell behind by more than the steady share, failed
+    assert any(not w.success and 0.001 < w.measurement.shortfall < 0.01 for w in longer)
+    assert all(not w.success for w in est.windows if w.measurement.shortfall > 0.001)
+    assert est.mst < min(w.rate for w in longer)
+    assert est.testbed_seconds > sum(timing.iteration_s() for _ in est.windows)  # the extra time is counted
+
+
+def test_a_campaign_killed_while_observing_longer_resumes_to_the_same_estimate(tmp_path):
+    timing = replace(FAST, steady_observe_s=3 * FAST.observe_s, steady_threshold=0.999, sensibility=0.002)
+    with Ledger.open(tmp_path / "a", "t", {}, resume=False) as ledger:
+        whole = estimate(SimTestbed(toy(), SimSettings(noise=False)), ledger, timing)
+    import sqlite3
+    con = sqlite3.connect(tmp_path / "a" / Ledger.FILENAME)
+    keys = [k for (k,) in con.execute("SELECT key FROM steps ORDER BY seq")]
+    extra = [k for k in keys if "/more" in k]
+    assert extra
+    # as if killed right after the first extra window: it and everything later is gone
+    for k in keys[keys.index(extra[0]) + 1:]:
+        con.execute("DELETE FROM steps WHERE key = ?", (k,))
+    con.commit()
+    con.close()
+    tb = CountingTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path / "a", "t", {}, resume=True) as ledger:
+        again = estimate(tb, ledger, timing)
+    assert tb.starts == 1
+    assert [w.success for w in again.windows] == [w.success for w in whole.windows]
+    assert again.mst == pytest.approx(whole.mst, rel=0.002)

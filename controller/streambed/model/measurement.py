@@ -90,6 +90,41 @@ class Measurement:
         """Success rule of the Capacity Estimator: achieved >= threshold x target (section IV)."""
         return self.target_rate > 0 and self.achieved_rate >= threshold * self.target_rate
 
+    @property
+    def shortfall(self) -> float:
+        """Share of the offered events the source could not emit in this window (its pending records
+        grew by as much): 0 for a job that kept up, and never negative."""
+        return max(0.0, 1.0 - self.ratio) if self.target_rate > 0 else 1.0
+
+    def then(self, later: "Measurement") -> "Measurement":
+        """This window and ``later``, which follows it directly at the same target rate, as one window:
+        rates and busyness are time-weighted means, pending records run from this start to that end."""
+        a, b = self.end - self.start, later.end - later.start
+        if a <= 0 or b <= 0:
+            raise ValueError("windows to join must have a positive length")
+        w = a / (a + b)
+
+        def mean(x: float, y: float) -> float:
+            return w * x + (1 - w) * y
+
+        ops = []
+        for om in self.operators:
+            lo = later.operator(om.operator)
+            tasks = tuple(mean(x, y) for x, y in zip(om.task_busyness, lo.task_busyness))
+            ops.append(replace(
+                om, input_rate=mean(om.input_rate, lo.input_rate), output_rate=mean(om.output_rate, lo.output_rate),
+                busyness=mean(om.busyness, lo.busyness), backpressure=mean(om.backpressure, lo.backpressure),
+                busyness_max=max(tasks) if tasks else mean(om.busyness_max, lo.busyness_max), task_busyness=tasks))
+        return Measurement(
+            target_rate=mean(self.target_rate, later.target_rate),
+            achieved_rate=mean(self.achieved_rate, later.achieved_rate),
+            pending_start=self.pending_start, pending_end=later.pending_end,
+            pending_slope=mean(self.pending_slope, later.pending_slope),
+            achieved_cv=max(self.achieved_cv, later.achieved_cv),
+            # as long as both (a resumed campaign measures ``later`` on another job and clock)
+            start=self.start, end=self.start + a + b,
+            operators=tuple(ops), source_saturated=self.source_saturated or later.source_saturated)
+
     def operator(self, name: str) -> OperatorMetrics:
         for m in self.operators:
             if m.operator == name:
