@@ -1,7 +1,7 @@
 # StreamBed: every set-up step lives here; nothing is installed by hand.
 #   make plan QUERY=q1      plan a query (sets everything up first)
 #   make test               install what the tests need and run them all
-#   make bench              speed benchmarks (print numbers, assert nothing)
+#   make bench              speed and accuracy benchmarks (print numbers, assert nothing)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -54,6 +54,8 @@ bench: $(VENV)/.installed
 	$(PY) bench/sim_speed.py
 	$(PY) bench/sim_agreement.py
 	$(PY) bench/planner_speed.py
+	$(PY) bench/estimator_accuracy.py
+	$(PY) bench/stall_shortfall.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info
