@@ -94,7 +94,10 @@ TIMINGS = {
     # an estimate takes about two minutes of real time.
     "quick": Timing("quick", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3, observe_s=6,
                            max_iterations=5, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30,
-                           steady_observe_s=18),
+                           # the paper's rule alone: with the steady-state test the local Flink testbed
+                           # failed test_100_percent_of_the_mst_holds_and_130_percent_does_not (not yet
+                           # understood; docs/planner.md)
+                           steady_threshold=0.99, steady_observe_s=0),
 }
 
 
