@@ -212,10 +212,6 @@ def _integer(value: Any, where: str, field: str, *, minimum: int = 1) -> int:
         raise RecordError(f"{where}: {field}: {e}") from None
 
 
-def _true(value: Any) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes")
-
-
 def _slot_memory(taskmanager_mb: float, slots_per_tm: int) -> int:
     return int(round(taskmanager_mb / slots_per_tm))
 

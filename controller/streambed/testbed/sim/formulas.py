@@ -107,19 +107,6 @@ def slowest_stretch(u, count: int, mean: float, tail: float, cap: float = 20.0):
     return straggler_stretch(1.0 - (1.0 - u) ** (1.0 / count), mean, tail, cap)
 
 
-def expected_max_straggler(count: int, mean: float, tail: float, cap: float = 20.0) -> float:
-    """E[max of ``count`` straggler draws], by the exact Pareto order statistic (capped)."""
-    if mean <= 0 or count <= 0:
-        return 0.0
-    if math.isinf(tail):
-        return mean
-    # E[max U^(-1/a)] over n draws = n! Gamma(1 - 1/a) / Gamma(n + 1 - 1/a)  (for a > 1).
-    a = tail
-    log_e = math.lgamma(count + 1) + math.lgamma(1 - 1 / a) - math.lgamma(count + 1 - 1 / a)
-    e_max = (math.exp(log_e) - 1.0) * (a - 1.0) * mean
-    return min(e_max, cap * mean)
-
-
 def ar1_coefficient(dt: float, correlation_s: float) -> float:
     """Per-step autocorrelation of noise with correlation time ``correlation_s``."""
     return math.exp(-dt / correlation_s)
