@@ -90,6 +90,27 @@ def test_estimate_finds_the_capacity_within_the_sensibility(tmp_path):
     assert est.measurement.operator("agg").busyness > 0.95
 
 
+class OvershootingTestbed(SimTestbed):
+    """A source that emits 3 % more than it is asked (timer jitter, a catch-up burst) while the job
+    (100,000 events/s) keeps up: the Flink case of issue 12, 216,256 events/s asked and 221,490
+    emitted of a Calc capped at 217,391."""
+
+    def observe(self, *a, **k):
+        m = super().observe(*a, **k)
+        return m if m.target_rate > 100_000 else replace(m, achieved_rate=1.03 * m.target_rate)
+
+
+def test_the_mst_is_never_above_the_rate_the_estimator_asked_for(tmp_path):
+    tb = OvershootingTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger)
+    best = max((w for w in est.windows if w.success), key=lambda w: w.rate)
+    overshot = [w for w in est.windows if w.success and w.measurement.achieved_rate > w.rate]
+    assert overshot  # the overshoot was there...
+    assert est.mst <= best.rate  # ...and is not taken for capacity
+    assert est.mst == pytest.approx(min(best.rate, best.measurement.achieved_rate))
+
+
 def test_warm_up_seeds_the_search_above_steady_capacity(tmp_path):
     """A fresh job accepts more than its MST: the first test fails, and the search comes down."""
     tb = SimTestbed(toy(warmup_speedup=1.5), SimSettings(noise=False))

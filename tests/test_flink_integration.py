@@ -13,7 +13,10 @@ one source task shares the cores with everything else and generates 0.6-1.1 M ev
 5-s window to the next (measured here, the windows flagged source-saturated), so a replay at
 exactly 100 % is a coin toss, as the paper's own replays reached 95-100 % (Fig. 9). Those tests run
 q1 with a Calc of known capacity instead (tests/flink_queries/q1_capped.sql: the job's
-streambed_cap UDF lets 200,000 bids/s through per task): real Flink, a truth to check against.
+streambed_cap UDF lets 50,000 bids/s through per task): real Flink, a truth to check against. The
+cap sits far below what the machine generates and projects even with one core busy elsewhere: at
+200,000 bids/s a CI machine under load failed a window at 98 % of the cap because its source, not
+the capped Calc (busy 0.86), fell behind.
 """
 
 from __future__ import annotations
@@ -85,8 +88,8 @@ def q1_estimate(bed, tmp_path_factory):
 
 
 CAPPED_QUERIES = REPO / "tests" / "flink_queries"
-CAPPED_MST = 200_000 / (46 / 50)
-"""q1_capped's single-task MST, events/s: 200,000 bids/s per Calc task, bids being 46 of 50 events."""
+CAPPED_MST = 50_000 / (46 / 50)
+"""q1_capped's single-task MST, events/s: 50,000 bids/s per Calc task, bids being 46 of 50 events."""
 
 
 @pytest.fixture(scope="module")
@@ -246,12 +249,12 @@ def test_sql_that_flink_rejects_shows_flinks_error(bed, tmp_path):
 class TestFlinkConformance(TestbedConformance):
     """The conformance suite every testbed passes (tests/conformance.py), on this module's deployment.
 
-    It runs q1_capped, whose capacity holds still on 2 cores (217,391 events/s at the source): 50,000
+    It runs q1_capped, whose capacity holds still on 2 cores (54,348 events/s at the source): 10,000
     events/s is under a quarter of it, 10 times it is far above. Windows of 6 s, 5 s of warm-up."""
 
     __test__ = True
 
     @pytest.fixture
     def conformance_case(self, capped):
-        return ConformanceCase(capped, "q1_capped", MEMORY_MB, low_rate=50_000, high_rate=10 * CAPPED_MST,
+        return ConformanceCase(capped, "q1_capped", MEMORY_MB, low_rate=10_000, high_rate=10 * CAPPED_MST,
                                window_s=6.0, warmup_s=5.0)

@@ -130,7 +130,8 @@ class Estimate:
     configuration: Configuration
     budget: Budget
     mst: float
-    """Achieved rate of the highest sustained window (0 when even the lowest rate failed)."""
+    """Achieved rate of the highest sustained window, never above the rate that window asked for
+    (a source that overshoots its target does not add capacity); 0 when even the lowest rate failed."""
     measurement: Measurement | None
     """The window at the MST: per-operator busyness and input rates for the optimizer."""
     warmup_rate: float
@@ -179,6 +180,13 @@ def verdict(m: Measurement, timing: Timing) -> bool | None:
 def next_rate(rate: float, min_rate: float, max_rate: float) -> float:
     """The dichotomous search's next rate: double while no upper bound is known, else the midpoint."""
     return 2.0 * rate if math.isinf(max_rate) else 0.5 * (min_rate + max_rate)
+
+
+def sustained_rate(rate: float, m: Measurement) -> float:
+    """What a sustained window shows the configuration holds: the achieved rate, capped at the asked
+    rate, since a source that emitted more than it was asked (timer jitter, a catch-up burst) shows
+    the job took the surplus for a few seconds, not that it holds it (issue 12)."""
+    return min(rate, m.achieved_rate)
 
 
 def converged(rate: float, nxt: float, sensibility: float) -> bool:
@@ -243,8 +251,8 @@ class CapacityEstimator:
                     self.ledger.record("source-saturated", {"key": key, "rate": rate})
                 if success:
                     min_r = rate
-                    if m.achieved_rate >= est.mst:
-                        est.mst, est.measurement = m.achieved_rate, m
+                    if sustained_rate(rate, m) >= est.mst:
+                        est.mst, est.measurement = sustained_rate(rate, m), m
                 else:
                     max_r = rate
                 est.windows.append(Window(rate, m, success, min_r, max_r, replayed))
