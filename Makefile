@@ -15,7 +15,7 @@ CAMPAIGN_DIR ?= campaigns
 FLINK_JOB_JAR := flink/build/streambed-job.jar
 FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 
-.PHONY: venv install plan test bench evaluate clean calibration
+.PHONY: venv install plan stop test bench evaluate clean calibration
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ plan: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
 	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(PLAN_DIR) \
 		$(if $(filter flink,$(TESTBED)),$(PLAN_FLINK_ARGS)) $(PLAN_ARGS) \
 		$(if $(wildcard $(PLAN_DIR)/ledger.sqlite),--resume)
+
+# The local testbed stays up between campaigns (no deployment wait for the next one); this stops
+# its JobManager, TaskManagers and Prometheus (INVENTORY=<dir> for another inventory).
+INVENTORY ?=
+stop: $(VENV)/.installed
+	$(STREAMBED) testbed stop $(if $(INVENTORY),--inventory $(INVENTORY))
 
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) -m pytest -q

@@ -215,6 +215,42 @@ def test_memory_change_restarts_only_the_taskmanager(testbed):
     assert after[0]["id"] != before[0]["id"]
 
 
+def _cpu_cgroup(pid: int) -> str:
+    """The cpu controller's group of a process (cgroup v1 line '<n>:cpu[,cpuacct]:<path>', v2 '0::<path>')."""
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    v1 = [ln.split(":", 2)[2] for ln in lines if "cpu" in ln.split(":", 2)[1].split(",")]
+    return v1[0] if v1 else next(ln.split(":", 2)[2] for ln in lines if ln.startswith("0::"))
+
+
+def test_cpu_shares_put_each_taskmanager_in_a_cgroup_of_its_own(testbed):
+    """Slots as CPU shares (issue 12): two 1-slot TaskManagers of half a core each, applied for real."""
+    probe = subprocess.run([str(ANSIBLE_DIR / "roles" / "flink" / "files" / "cpu-share"), "probe", "/sys/fs/cgroup"],
+                           capture_output=True, text=True).stdout.strip()
+    shared = testbed.apply("2 TaskManagers of 1 slot, 0.5 core each", flink_taskmanagers=2,
+                           flink_taskmanager_slots=1, flink_cpu_per_slot=0.5)
+    assert shared.failed == 0 and shared.changed > 0
+    overview = requests.get(f"{REST}/overview", timeout=5).json()
+    assert (overview["taskmanagers"], overview["slots-total"]) == (2, 2)
+    config = (testbed.state_dir / "conf" / "flink" / "config.yaml").read_text()
+    assert "taskmanager.cpu.cores: 0.5" in config and "-XX:ActiveProcessorCount=1" in config
+    pids = [int(p) for p in (testbed.state_dir / "run" / "flink-streambed-taskexecutor.pid").read_text().split()]
+    assert len(pids) == 2 and all(_alive(p) for p in pids)
+    if not probe.startswith(("v1 ", "v2 ")):
+        # no cgroup can be written here: one line says so, and the TaskManagers run unconfined
+        assert any("run unconfined" in m for m in shared.messages), shared.messages
+        return
+    groups = [_cpu_cgroup(p) for p in pids]
+    assert len(set(groups)) == 2 and all(g.rsplit("/", 1)[1] in ("tm-1", "tm-2") for g in groups), groups
+    hierarchy = Path(probe.split(" ", 1)[1])
+    for g in groups:
+        quota = (hierarchy / g.lstrip("/") / "cpu.cfs_quota_us")
+        assert quota.read_text().split() == ["50000"] if quota.exists() else \
+            (hierarchy / g.lstrip("/") / "cpu.max").read_text().split() == ["50000", "100000"]
+    again = testbed.apply("the same shares again")
+    assert again.changed == 0, again
+    testbed.cpu_groups = [hierarchy / g.lstrip("/") for g in groups]
+
+
 def test_stop_frees_every_port(testbed):
     stopped = testbed.apply("stop", flink_state="stopped", prometheus_state="stopped")
     assert stopped.failed == 0 and stopped.changed > 0
@@ -222,6 +258,8 @@ def test_stop_frees_every_port(testbed):
     assert busy == []
     for pattern in (f"--configDir {testbed.state_dir}", f"--config.file={testbed.state_dir}"):
         assert subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True).returncode == 1
+    # the TaskManagers' cgroups went with them
+    assert not any(g.exists() for g in getattr(testbed, "cpu_groups", [])), testbed.cpu_groups
     print("\n[ansible] timings: " + ", ".join(f"{k} {r.elapsed_s:.1f}s" for k, r in testbed.runs.items()))
 
 

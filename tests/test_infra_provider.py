@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from streambed.errors import UserError
 from streambed.infra import services
+from streambed.infra.ansible import PlaybookResult
 from streambed.infra.local import INVENTORY_VARIABLE, LocalProvider, create_testbed, default_inventory
 from streambed.infra.provider import Inventory, Provider
 from streambed.model import Budget
@@ -52,9 +53,12 @@ def other(tmp_path) -> Path:
 def playbook_runs(monkeypatch):
     """run_playbook replaced by a recorder: (playbook, inventory, extra vars) of each call."""
     runs: list[tuple[Path, Path, dict]] = []
-    monkeypatch.setattr(services, "run_playbook",
-                        lambda playbook, inventory, extra_vars, on_task=None: runs.append((playbook, inventory,
-                                                                                            extra_vars)))
+
+    def record(playbook, inventory, extra_vars, on_task=None):
+        runs.append((playbook, inventory, extra_vars))
+        return PlaybookResult(ok=1, changed=0, failed=0, skipped=0, rc=0, elapsed_s=0.0)
+
+    monkeypatch.setattr(services, "run_playbook", record)
     return runs
 
 
@@ -123,7 +127,8 @@ def test_deploying_a_budget_applies_the_inventorys_playbook_with_its_extra_varia
     (deploy_pb, deploy_inv, deploy_vars), (stop_pb, _, stop_vars) = playbook_runs
     assert deploy_pb == stop_pb == other.parent / "deploy" / "site.yml"
     assert deploy_inv == other
-    assert deploy_vars == {"flink_rest_port": 28081, "flink_memory_per_slot_mb": 2048, "flink_taskmanager_slots": 6}
+    assert deploy_vars == {"flink_rest_port": 28081, "flink_memory_per_slot_mb": 2048, "flink_cpu_per_slot": 0.0,
+                           "flink_taskmanagers": 1, "flink_taskmanager_slots": 6}
     assert stop_vars == {"flink_rest_port": 28081, "flink_state": "stopped", "prometheus_state": "stopped"}
 
 
@@ -135,7 +140,34 @@ def test_the_testbed_deploys_through_the_service_when_a_budget_needs_other_memor
     testbed._free_slots = lambda: 8
     testbed.prepare(Budget(3, 4096))
     testbed.prepare(Budget(5, 4096))  # same memory per slot, slots all there: no redeploy
-    assert [run[2] for run in playbook_runs] == [{"flink_memory_per_slot_mb": 4096, "flink_taskmanager_slots": 8}]
+    assert [run[2] for run in playbook_runs] == [{"flink_memory_per_slot_mb": 4096, "flink_cpu_per_slot": 0.0,
+                                                  "flink_taskmanagers": 1, "flink_taskmanager_slots": 8}]
+
+
+def test_slots_with_a_cpu_share_deploy_as_taskmanagers_of_a_few_slots_each(other, playbook_runs):
+    pytest.importorskip("pyflink")
+    (other / "testbed.yml").write_text(OTHER_TESTBED + "cpu_per_slot: 0.2\nslots_per_taskmanager: 3\n")
+    testbed = services.flink_testbed(Inventory.load(other))
+    assert (testbed.settings.cpu_per_slot, testbed.settings.slots_per_taskmanager) == (0.2, 3)
+    testbed._wait_slots = lambda slots: None
+    testbed.prepare(Budget(3, 2048))
+    # 6 slots for operators and 2 for the sources: 3 TaskManagers of 3 slots (0.6 core each), 1 spare
+    assert playbook_runs[-1][2] == {"flink_memory_per_slot_mb": 2048, "flink_cpu_per_slot": 0.2,
+                                    "flink_taskmanagers": 3, "flink_taskmanager_slots": 3}
+    assert services.taskmanagers(8, 1) == {"flink_taskmanagers": 8, "flink_taskmanager_slots": 1}
+    assert services.taskmanagers(8, 0) == {"flink_taskmanagers": 1, "flink_taskmanager_slots": 8}
+
+
+@pytest.mark.parametrize("line, named", [("cpu_per_slot: 0.001", "cpu_per_slot 0.001"),
+                                         ("cpu_per_slot: .nan", "cpu_per_slot nan"),
+                                         ("slots_per_taskmanager: -1", "slots_per_taskmanager -1"),
+                                         ("cpu_per_slot: lots", "bad setting")])
+def test_a_bad_cpu_share_is_one_line_naming_it(other, line, named):
+    pytest.importorskip("pyflink")
+    (other / "testbed.yml").write_text(OTHER_TESTBED + line + "\n")
+    with pytest.raises(UserError) as e:
+        services.flink_settings(Inventory.load(other))
+    assert named in _one_line(e)
 
 
 def test_local_provider_destroy_stops_flink_and_prometheus(playbook_runs):
@@ -192,3 +224,21 @@ def test_the_local_inventory_copied_elsewhere_points_at_its_own_tree(tmp_path):
     inventory = LocalProvider(copy).provision()
     assert inventory.playbook == tmp_path / "checkout" / "ansible" / "site.yml"
     assert inventory.path_setting("streambed_state_dir") == tmp_path / "checkout" / ".streambed" / "local"
+
+
+def test_testbed_stop_stops_the_inventorys_flink_and_prometheus(other, playbook_runs, capsys):
+    from streambed.cli import main
+
+    assert main(["testbed", "stop", "--inventory", str(other), "--json"]) == 0
+    (playbook, inventory, variables), = playbook_runs
+    assert (playbook, inventory) == (other.parent / "deploy" / "site.yml", other)
+    assert variables == {"flink_state": "stopped", "prometheus_state": "stopped"}
+    assert '"stopped"' in capsys.readouterr().out
+
+
+def test_testbed_stop_names_a_missing_inventory(tmp_path, capsys):
+    from streambed.cli import main
+
+    assert main(["testbed", "stop", "--inventory", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -40,6 +40,8 @@ class PlaybookResult:
     skipped: int
     rc: int
     elapsed_s: float
+    messages: tuple[str, ...] = ()
+    """What the roles' debug tasks said (for example that the TaskManagers run unconfined)."""
 
 
 def _ansible_playbook() -> str:
@@ -99,6 +101,7 @@ def run_playbook(
         raise DeploymentError(f"inventory not found: {inventory}")
 
     failures: list[tuple[str, str]] = []  # (host, what failed), in order
+    messages: list[str] = []
 
     def handle(event: dict[str, Any]) -> bool:
         kind = event.get("event", "")
@@ -107,6 +110,10 @@ def run_playbook(
             task = data.get("task") or data.get("name") or ""
             role = data.get("role")
             on_task(f"{role} : {task}" if role else task)
+        elif kind == "runner_on_ok" and data.get("task_action") in ("debug", "ansible.builtin.debug"):
+            msg = (data.get("res") or {}).get("msg")
+            if msg:
+                messages.append(_one_line(msg))
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             what = f"task '{data.get('task', '?')}' failed: {_failure_message(data.get('res') or {})}"
             failures.append((data.get("host", "?"), what))
@@ -164,6 +171,7 @@ def run_playbook(
         skipped=total("skipped"),
         rc=int(runner.rc if runner.rc is not None else -1),
         elapsed_s=round(elapsed, 2),
+        messages=tuple(messages),
     )
     succeeded = result.failed == 0 and result.rc == 0 and runner.status == "successful"
     if failures and not succeeded:  # failures inside a block whose rescue succeeded do not count

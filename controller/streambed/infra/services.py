@@ -36,11 +36,14 @@ class FlinkService:
         self.inventory = inventory
         self.log = log
 
-    def deploy(self, budget: Budget, source_parallelism: int) -> PlaybookResult:
+    def deploy(self, budget: Budget, source_parallelism: int, cpu_per_slot: float = 0.0,
+               slots_per_taskmanager: int = 0) -> PlaybookResult:
         """Flink with ``budget.slots`` slots for operators plus ``source_parallelism`` for the
-        sources, each of ``budget.memory_mb``; Prometheus scraping it. Starts what is not running."""
-        return self._apply({"flink_memory_per_slot_mb": budget.memory_mb,
-                            "flink_taskmanager_slots": budget.slots + source_parallelism})
+        sources, each of ``budget.memory_mb`` and ``cpu_per_slot`` cores, in TaskManagers of
+        ``slots_per_taskmanager`` slots (0: one TaskManager); Prometheus scraping it. Starts what is
+        not running."""
+        return self._apply({"flink_memory_per_slot_mb": budget.memory_mb, "flink_cpu_per_slot": cpu_per_slot,
+                            **taskmanagers(budget.slots + source_parallelism, slots_per_taskmanager)})
 
     def destroy(self) -> PlaybookResult:
         """Stop Flink and Prometheus (their state directory stays, for the logs)."""
@@ -48,8 +51,18 @@ class FlinkService:
 
     def _apply(self, variables: dict) -> PlaybookResult:
         on_task = (lambda task: self.log(f"ansible: {task}")) if self.log else None
-        return run_playbook(self.inventory.playbook, self.inventory.path, {**self.inventory.extra_vars, **variables},
-                            on_task=on_task)
+        result = run_playbook(self.inventory.playbook, self.inventory.path, {**self.inventory.extra_vars, **variables},
+                              on_task=on_task)
+        for message in result.messages:
+            (self.log or print)(message)
+        return result
+
+
+def taskmanagers(slots: int, slots_per_taskmanager: int) -> dict:
+    """The flink role's TaskManager count and slots per TaskManager for ``slots`` slots in all
+    (rounded up to whole TaskManagers)."""
+    per = slots_per_taskmanager if slots_per_taskmanager > 0 else slots
+    return {"flink_taskmanagers": -(-slots // per), "flink_taskmanager_slots": per}
 
 
 def flink_home() -> Path:
@@ -64,7 +77,7 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
     missing or malformed."""
     v, t = inventory.settings, inventory.testbed
     try:
-        return FlinkSettings(
+        settings = FlinkSettings(
             rest_url=f"http://{v['flink_rest_address']}:{int(v['flink_rest_port'])}",
             prometheus_url=f"http://{v['prometheus_listen_host']}:{int(v['prometheus_port'])}",
             flink_home=flink_home(),
@@ -76,7 +89,16 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
             source_parallelism=int(t.get("source_parallelism", 1)),
             max_source_rate=float(t.get("max_source_rate", 4e6)),
             sample_period=float(t.get("sample_period_s", 1)),
+            cpu_per_slot=float(t.get("cpu_per_slot", 0)),
+            slots_per_taskmanager=int(t.get("slots_per_taskmanager", 0)),
         )
+        if settings.cpu_per_slot != 0 and not 0.01 <= settings.cpu_per_slot <= 64:
+            raise UserError(f"testbed: {inventory.path}: cpu_per_slot {settings.cpu_per_slot:g}: expected 0 "
+                            f"(unconfined) or cores per slot from 0.01 to 64")
+        if settings.slots_per_taskmanager < 0:
+            raise UserError(f"testbed: {inventory.path}: slots_per_taskmanager {settings.slots_per_taskmanager}: "
+                            f"expected 0 (one TaskManager) or a positive count")
+        return settings
     except KeyError as e:
         raise UserError(f"testbed: {inventory.path}: missing setting {e.args[0]} (group_vars/all.yml or "
                         f"testbed.yml)") from None
@@ -88,4 +110,5 @@ def flink_testbed(inventory: Inventory, log: Callable[[str], None] | None = None
     """The Flink testbed of an inventory, deploying through its playbook when a budget needs it."""
     settings = flink_settings(inventory)
     service = FlinkService(inventory, log)
-    return FlinkTestbed(settings, deploy=lambda budget: service.deploy(budget, settings.source_parallelism), log=log)
+    return FlinkTestbed(settings, deploy=lambda budget: service.deploy(
+        budget, settings.source_parallelism, settings.cpu_per_slot, settings.slots_per_taskmanager), log=log)

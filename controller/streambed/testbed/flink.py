@@ -123,6 +123,11 @@ class FlinkSettings:
     """What the source tasks can generate at most, events/s (the limiter caps a subtask near 4-5 M)."""
     sample_period: float = 1.0
     """Prometheus scrape interval: windows are measured from samples this far apart."""
+    cpu_per_slot: float = 0.0
+    """Cores a slot may use (a cgroup CPU quota per TaskManager, set by the flink role); 0: unconfined."""
+    slots_per_taskmanager: int = 0
+    """Slots per TaskManager process, each TaskManager with its own CPU quota; 0: one TaskManager
+    holds every slot."""
     timeout_s: float = 30.0
     start_timeout_s: float = 90.0
     metrics_wait_s: float = JOB_METRICS_WAIT_S
