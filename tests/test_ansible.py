@@ -172,6 +172,8 @@ def test_first_apply_deploys_flink_and_prometheus(testbed):
     config = (testbed.state_dir / "conf" / "flink" / "config.yaml").read_text()
     assert "taskmanager.memory.process.size: 1536m" in config  # 2 x 512 + 512
     assert f"metrics.reporter.prom.port: {REPORTER_PORTS[0]}-{REPORTER_PORTS[-1]}" in config
+    # the source's per-split watermark gauges stay out of every scrape (docs/flink-testbed.md)
+    assert "metrics.reporter.prom.filter.excludes:\n- '*.split.watermark'" in config
 
 
 def test_second_apply_changes_nothing(testbed):

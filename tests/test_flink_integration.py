@@ -188,6 +188,27 @@ def test_a_rate_change_takes_effect_within_seconds_without_a_restart(capped, cap
     assert (job["jid"], job["start-time"], job["state"]) == (run.id, started, "RUNNING")
 
 
+def test_the_reporters_leave_out_the_sources_split_watermarks(capped, capped_estimate):
+    """The source's 1,021 splits carry five watermark gauges each: 4.8 MB per scrape of its
+    TaskManager, which a TaskManager on a small CPU share could not answer within the scrape interval
+    (docs/flink-testbed.md). The flink role's flink_metrics_excludes leaves them out."""
+    bed = capped
+    bed.prepare(capped_estimate.budget)
+    run = bed.start("q1_capped", capped_estimate.configuration, 0.1 * CAPPED_MST)
+    try:
+        bed.wait(run, 5)
+        pages = []
+        for port in range(PORTS["flink_metrics_port_min"], PORTS["flink_metrics_port_max"] + 1):
+            if port_open(port):
+                pages.append(requests.get(f"http://localhost:{port}/metrics", timeout=10).text)
+    finally:
+        bed.stop(run)
+    text = "\n".join(pages)
+    assert "flink_taskmanager_job_task_operator_numRecordsOut" in text, "the job's metrics are scraped"
+    assert "split_watermark" not in text
+    print(f"\n[reporters] {len(pages)} reporters, largest page {max(len(p) for p in pages):,} bytes")
+
+
 def _kill_taskmanager(state_dir: Path) -> int:
     pid = int((state_dir / "run" / "flink-streambed-taskexecutor.pid").read_text().split()[0])
     os.kill(pid, signal.SIGKILL)
