@@ -253,6 +253,21 @@ def test_cpu_shares_put_each_taskmanager_in_a_cgroup_of_its_own(testbed):
     testbed.cpu_groups = [hierarchy / g.lstrip("/") for g in groups]
 
 
+def test_without_a_writable_cgroup_the_taskmanagers_run_unconfined_and_say_so(testbed, tmp_path):
+    """A host whose cgroup file system has no cpu controller (here: an empty directory as its root)."""
+    fallback = testbed.apply("no cgroup cpu controller", flink_cgroup_root=str(tmp_path))
+    assert fallback.failed == 0
+    said = [m for m in fallback.messages if "run unconfined" in m]
+    assert len(said) == 1 and f"no cgroup cpu controller under {tmp_path}" in said[0], fallback.messages
+    pids = [int(p) for p in (testbed.state_dir / "run" / "flink-streambed-taskexecutor.pid").read_text().split()]
+    assert len(pids) == 2 and all(_alive(p) for p in pids)
+    # unconfined: in the cpu group they were started from (this test's own), not one of their own
+    assert all(_cpu_cgroup(p) == _cpu_cgroup(os.getpid()) for p in pids), [_cpu_cgroup(p) for p in pids]
+    overview = requests.get(f"{REST}/overview", timeout=5).json()
+    assert (overview["taskmanagers"], overview["slots-total"]) == (2, 2)
+    testbed.vars.pop("flink_cgroup_root")
+
+
 def test_stop_frees_every_port(testbed):
     stopped = testbed.apply("stop", flink_state="stopped", prometheus_state="stopped")
     assert stopped.failed == 0 and stopped.changed > 0
