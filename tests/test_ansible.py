@@ -228,9 +228,11 @@ def test_cpu_shares_put_each_taskmanager_in_a_cgroup_of_its_own(testbed):
     """Slots as CPU shares (issue 12): two 1-slot TaskManagers of half a core each, applied for real."""
     probe = subprocess.run([str(ANSIBLE_DIR / "roles" / "flink" / "files" / "cpu-share"), "probe", "/sys/fs/cgroup"],
                            capture_output=True, text=True).stdout.strip()
+    jm = testbed.jobmanager_pid
     shared = testbed.apply("2 TaskManagers of 1 slot, 0.5 core each", flink_taskmanagers=2,
                            flink_taskmanager_slots=1, flink_cpu_per_slot=0.5)
     assert shared.failed == 0 and shared.changed > 0
+    assert testbed.jobmanager_pid == jm, "a CPU share is the TaskManagers' business: the JobManager stays"
     overview = requests.get(f"{REST}/overview", timeout=5).json()
     assert (overview["taskmanagers"], overview["slots-total"]) == (2, 2)
     config = (testbed.state_dir / "conf" / "flink" / "config.yaml").read_text()

@@ -242,3 +242,12 @@ def test_testbed_stop_names_a_missing_inventory(tmp_path, capsys):
     assert main(["testbed", "stop", "--inventory", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert "nope" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_what_the_roles_say_reaches_the_testbeds_log(other, monkeypatch):
+    said = "CPU shares: no cgroup cpu controller under /x; the TaskManagers run unconfined"
+    monkeypatch.setattr(services, "run_playbook", lambda *a, **k: PlaybookResult(
+        ok=1, changed=0, failed=0, skipped=0, rc=0, elapsed_s=0.0, messages=(said,)))
+    log: list[str] = []
+    services.FlinkService(Inventory.load(other), log=log.append).deploy(Budget(2, 1024), source_parallelism=1)
+    assert log == [said]

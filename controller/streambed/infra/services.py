@@ -53,8 +53,9 @@ class FlinkService:
         on_task = (lambda task: self.log(f"ansible: {task}")) if self.log else None
         result = run_playbook(self.inventory.playbook, self.inventory.path, {**self.inventory.extra_vars, **variables},
                               on_task=on_task)
-        for message in result.messages:
-            (self.log or print)(message)
+        if self.log:
+            for message in result.messages:
+                self.log(message)
         return result
 
 
