@@ -65,7 +65,7 @@ def test_inventory_settings_are_plain_yaml():
     assert settings["streambed_state_dir"] == str(REPO / ".streambed" / "local")
     assert settings["flink_rest_port"] == 8081
     assert settings["prometheus_port"] == 9090
-    assert (settings["flink_metrics_port_min"], settings["flink_metrics_port_max"]) == (9250, 9260)
+    assert (settings["flink_metrics_port_min"], settings["flink_metrics_port_max"]) == (9250, 9279)
     assert (settings["flink_taskmanagers"], settings["flink_taskmanager_slots"]) == (1, 4)
     assert settings["flink_memory_per_slot_mb"] == 1024
     # what the controller deploys and submits, relative to the inventory like the state directory
@@ -248,8 +248,8 @@ def test_cpu_shares_put_each_taskmanager_in_a_cgroup_of_its_own(testbed):
     hierarchy = Path(probe.split(" ", 1)[1])
     for g in groups:
         quota = (hierarchy / g.lstrip("/") / "cpu.cfs_quota_us")
-        assert quota.read_text().split() == ["50000"] if quota.exists() else \
-            (hierarchy / g.lstrip("/") / "cpu.max").read_text().split() == ["50000", "100000"]
+        assert quota.read_text().split() == ["5000"] if quota.exists() else \
+            (hierarchy / g.lstrip("/") / "cpu.max").read_text().split() == ["5000", "10000"]
     again = testbed.apply("the same shares again")
     assert again.changed == 0, again
     testbed.cpu_groups = [hierarchy / g.lstrip("/") for g in groups]

@@ -33,30 +33,48 @@ def test_probe_says_which_layout_or_why_none(tmp_path):
 def test_v1_layout_gets_a_quota_a_weight_and_the_process(tmp_path):
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
-    p = cpu_share("run", str(tmp_path), "sb/tm-1", "0.25", "8192", "sh", "-c", "echo $$")
+    p = cpu_share("run", str(tmp_path), "sb/tm-1", "sh", "-c", "echo $$")
     assert p.returncode == 0, p.stderr
     group = tmp_path / "cpu" / "sb" / "tm-1"
-    assert (group / "cpu.cfs_quota_us").read_text().split() == ["25000"]
-    assert (group / "cpu.cfs_period_us").read_text().split() == ["100000"]
-    assert (group / "cpu.shares").read_text().split() == ["8192"]
-    # the command ran as the process that joined the group (exec, not a child)
+    # the command ran as the process that joined the group (exec, not a child), with no quota yet
     assert (group / "cgroup.procs").read_text().split() == [p.stdout.strip()]
+    assert not (group / "cpu.cfs_quota_us").exists()
+    limit = cpu_share("limit", str(tmp_path), "sb/tm-1", "0.25", "8192")
+    assert limit.returncode == 0, limit.stderr
+    assert (group / "cpu.cfs_quota_us").read_text().split() == ["2500"]
+    assert (group / "cpu.cfs_period_us").read_text().split() == ["10000"]
+    assert (group / "cpu.shares").read_text().split() == ["8192"]
+    assert cpu_share("unlimit", str(tmp_path), "sb").returncode == 0
+    assert (group / "cpu.cfs_quota_us").read_text().split() == ["-1"]
 
 
 def test_v2_layout_enables_the_controller_down_the_path_and_writes_cpu_max(tmp_path):
     (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
-    p = cpu_share("run", str(tmp_path), "sb/tm-2", "1.5", "8192", "true")
+    p = cpu_share("run", str(tmp_path), "sb/tm-2", "true")
+    assert p.returncode == 0, p.stderr
+    p = cpu_share("limit", str(tmp_path), "sb/tm-2", "1.5", "8192")
     assert p.returncode == 0, p.stderr
     assert "+cpu" in (tmp_path / "cgroup.subtree_control").read_text()
     assert "+cpu" in (tmp_path / "sb" / "cgroup.subtree_control").read_text()
-    assert (tmp_path / "sb" / "tm-2" / "cpu.max").read_text().split() == ["150000", "100000"]
+    assert (tmp_path / "sb" / "tm-2" / "cpu.max").read_text().split() == ["15000", "10000"]
     assert (tmp_path / "sb" / "tm-2" / "cpu.weight").read_text().split() == ["800"]
+
+
+def test_a_small_share_gets_a_longer_period_so_its_quota_stays_at_the_kernels_minimum(tmp_path):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    (tmp_path / "cpu" / "sb" / "tm-1").mkdir(parents=True)
+    assert cpu_share("limit", str(tmp_path), "sb/tm-1", "0.04", "1024").returncode == 0
+    group = tmp_path / "cpu" / "sb" / "tm-1"
+    assert (group / "cpu.cfs_period_us").read_text().split() == ["25000"]
+    assert (group / "cpu.cfs_quota_us").read_text().split() == ["1000"]
 
 
 def test_a_share_below_the_kernels_minimum_quota_is_refused(tmp_path):
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
-    p = cpu_share("run", str(tmp_path), "sb/tm-1", "0.005", "1024", "true")
+    (tmp_path / "cpu" / "sb" / "tm-1").mkdir(parents=True)
+    p = cpu_share("limit", str(tmp_path), "sb/tm-1", "0.0005", "1024")
     assert p.returncode == 1 and "below the kernel's 1 ms quota" in p.stderr
 
 
@@ -70,7 +88,10 @@ def test_the_quota_holds_a_busy_process_to_its_share():
         pytest.skip("no writable cgroup cpu controller here (not root?)")
     group = f"streambed-test-{uuid.uuid4().hex[:8]}"
     try:
-        p = cpu_share("run", str(CGROUP), f"{group}/busy", "0.25", "1024", sys.executable, "-c", BUSY)
+        assert cpu_share("run", str(CGROUP), f"{group}/busy", "true").returncode == 0
+        limit = cpu_share("limit", str(CGROUP), f"{group}/busy", "0.25", "1024")
+        assert limit.returncode == 0, limit.stderr
+        p = cpu_share("run", str(CGROUP), f"{group}/busy", sys.executable, "-c", BUSY)
         assert p.returncode == 0, p.stderr
         assert float(p.stdout) <= 0.25 * 3 + 0.2, p.stdout
     finally:
