@@ -8,7 +8,7 @@ from streambed.errors import JobRestarted, TestbedUnreachable
 from dataclasses import replace
 
 from streambed.estimator import (TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
-                                 next_rate, verdict)
+                                 next_rate, verdict, warmup_settled)
 from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement, OperatorMetrics
@@ -109,6 +109,46 @@ def test_the_mst_is_never_above_the_rate_the_estimator_asked_for(tmp_path):
     assert overshot  # the overshoot was there...
     assert est.mst <= best.rate  # ...and is not taken for capacity
     assert est.mst == pytest.approx(min(best.rate, best.measurement.achieved_rate))
+
+
+class SlowStarter(CountingTestbed):
+    """A job that takes a share of its steady rate in its first windows (a JVM held to a fraction of
+    a core still compiling its hot code): 5 %, 30 %, 80 %, then all of it."""
+
+    RAMP = (0.05, 0.3, 0.8)
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.targets = []
+
+    def observe(self, *a, **k):
+        m = super().observe(*a, **k)
+        self.targets.append(m.target_rate)
+        share = self.RAMP[self.observes - 1] if self.observes <= len(self.RAMP) else 1.0
+        return replace(m, achieved_rate=share * m.achieved_rate)
+
+
+def test_warmup_settled_compares_two_windows():
+    assert warmup_settled(100_000, 109_000) and warmup_settled(109_000, 100_000)
+    assert not warmup_settled(80_000, 100_000) and not warmup_settled(0, 5)
+    assert warmup_settled(0, 0)
+
+
+@pytest.mark.parametrize("warmup_max_s, seeds, windows", [(0, 0.05, 1), (60, 1.0, 5), (40, 0.8, 3)])
+def test_a_settling_warmup_seeds_the_search_with_the_settled_rate(tmp_path, warmup_max_s, seeds, windows):
+    """With the paper's fixed warm-up the slow starter seeds the search at 5 % of its rate; with
+    warmup_max_s the warm-up observes until two windows agree, and no longer than warmup_max_s."""
+    tb = SlowStarter(toy(), SimSettings(noise=False))
+    timing = replace(FAST, warmup_max_s=warmup_max_s)
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger, timing)
+    steady = SimTestbed(toy(), SimSettings(noise=False))
+    with Ledger.open(tmp_path / "steady", "t", {}, resume=False) as ledger:
+        truth = estimate(steady, ledger, FAST).warmup_rate
+    assert est.warmup_rate == pytest.approx(seeds * truth, rel=0.02)
+    # warm-up windows of 10 s after 20 s: 5 % (the fixed warm-up's); then 30 %, 80 % (40 s);
+    # then 100 %, 100 % (settled, 60 s)
+    assert sum(1 for r in tb.targets if r == tb.targets[0]) == windows
 
 
 def test_warm_up_seeds_the_search_above_steady_capacity(tmp_path):

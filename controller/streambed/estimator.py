@@ -72,6 +72,11 @@ class Timing:
     0: no steady-state test, the paper's rule alone."""
     flat_shortfall: float = 1e-4
     """A window whose source fell behind by at most this share of its offer is flat: sustained at once."""
+    warmup_max_s: float = 0.0
+    """Warm-up until the job's rate settles: after warmup_s, further warmup_observe_s windows until
+    one achieves within WARMUP_SETTLED of the one before, up to this much warm-up in all. 0: the
+    paper's fixed warm-up. For slow starters: a JVM held to a fraction of a core compiles its hot
+    code for tens of seconds, and a search seeded by a window of its first seconds starts far low."""
 
     def iteration_s(self) -> float:
         return self.cooldown_s + self.ramp_s + self.observe_s
@@ -95,7 +100,8 @@ TIMINGS = {
     # For the local Flink testbed (2 cores) and tests: short phases, a coarser sensibility, so that
     # an estimate takes about two minutes of real time.
     "quick": Timing("quick", warmup_s=12, cooldown_s=2, cooldown_rate_per_source=200, ramp_s=3, observe_s=6,
-                           max_iterations=5, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30),
+                           max_iterations=5, sensibility=0.03, warmup_observe_s=5, max_cooldown_s=30,
+                           warmup_max_s=60),
     # (no steady_observe_s in quick: the paper's rule alone, docs/planner.md says why)
 }
 
@@ -103,6 +109,14 @@ TIMINGS = {
 
 
 DEFAULT_TIMING = "paper-simple"
+
+WARMUP_SETTLED = 0.1
+"""Two warm-up windows whose achieved rates differ by at most this share have settled."""
+
+
+def warmup_settled(before: float, after: float) -> bool:
+    """Whether the job's rate has settled between two warm-up windows (Timing.warmup_max_s)."""
+    return abs(after - before) <= WARMUP_SETTLED * max(before, after)
 
 
 @dataclass
@@ -316,7 +330,14 @@ class _Job:
             tb.wait(self.run, max(0.0, t.warmup_s - t.warmup_observe_s))
             self.needs_warmup = False
             self.rate = None
-            self.last_warmup = tb.observe(self.run, min(t.warmup_observe_s, t.warmup_s))
+            window = min(t.warmup_observe_s, t.warmup_s)
+            self.last_warmup = tb.observe(self.run, window)
+            spent = max(t.warmup_s, window)
+            while spent + window <= t.warmup_max_s:
+                previous, self.last_warmup = self.last_warmup, tb.observe(self.run, window)
+                spent += window
+                if warmup_settled(previous.achieved_rate, self.last_warmup.achieved_rate):
+                    break
         return self.run
 
     def warmup_window(self) -> dict:
