@@ -71,14 +71,20 @@ def test_tasks_are_ordered_by_subtask_number_and_busyness_is_clamped():
     assert sink.busyness == 1.0
 
 
-@pytest.mark.parametrize("busy, emitted, saturated", [
-    (950, 900, True),    # busy and behind its target: the source capped the window
-    (500, 900, False),   # behind, but not busy: the job held it back
-    (950, 995, False),   # busy, but it kept up
+@pytest.mark.parametrize("busy, held, calc, emitted, saturated", [
+    (950, 0, 500, 900, True),     # busy and behind its target: the source capped the window
+    (500, 0, 500, 900, False),    # behind, but not busy: the job held it back
+    (950, 0, 500, 995, False),    # busy, but it kept up
+    # held back while the Calc idles: its own TaskManager (a CPU share) could not send (issue 12)
+    (450, 500, 100, 900, True),
+    (450, 500, 950, 900, False),  # held back by a busy Calc: the job's limit, not the source's
+    (450, 500, 100, 995, False),  # held back, idle downstream, but it kept up
 ])
-def test_source_saturation_needs_a_busy_source_behind_its_target(busy, emitted, saturated):
+def test_source_saturation_needs_a_busy_source_behind_its_target(busy, held, calc, emitted, saturated):
     s = series()
-    s = WindowSeries(busy={**s.busy, ("src", "0"): counter(busy)}, backpressured=s.backpressured,
+    s = WindowSeries(busy={**s.busy, ("src", "0"): counter(busy), ("calc", "0"): counter(calc),
+                           ("calc", "1"): counter(min(calc, 300))},
+                     backpressured={**s.backpressured, ("src", "0"): counter(held)},
                      records_in=s.records_in, records_out={**s.records_out, ("src", "0"): counter(emitted)},
                      pending=s.pending)
     assert measure(s).source_saturated is saturated
