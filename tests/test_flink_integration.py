@@ -38,7 +38,7 @@ from conftest import REPO, port_open
 from streambed.errors import QueryRejected
 from streambed.estimator import CapacityEstimator, Timing
 from streambed.infra.local import LocalProvider
-from streambed.infra.services import flink_testbed
+from streambed.infra.services import flink_settings, flink_testbed
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
 
@@ -64,9 +64,12 @@ def bed(tmp_path_factory):
     state = tmp_path_factory.mktemp("flink-testbed")
     provider = LocalProvider(REPO / "inventories" / "local")
     inventory = provider.provision().with_vars({**PORTS, "streambed_state_dir": str(state)})
-    tb = flink_testbed(inventory, log=lambda m: print(f"[testbed] {m}"))
-    # One slot for the query's operators, one profile: what a 2-core machine runs without contention.
-    tb.settings = dataclasses.replace(tb.settings, max_slots=2, memory_per_slot=(MEMORY_MB,))
+    # One slot for the query's operators, one profile: what a 2-core machine runs without contention;
+    # one TaskManager without a CPU share (the bounds below come from q1_capped's cap, and the shares
+    # have their own tests: test_cpu_share.py, test_ansible.py).
+    settings = dataclasses.replace(flink_settings(inventory), max_slots=2, memory_per_slot=(MEMORY_MB,),
+                                   cpu_per_slot=0.0, slots_per_taskmanager=0)
+    tb = flink_testbed(inventory, log=lambda m: print(f"[testbed] {m}"), settings=settings)
     tb.state_dir = state
     try:
         yield tb

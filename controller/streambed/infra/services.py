@@ -107,9 +107,11 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
         raise UserError(f"testbed: {inventory.path}: bad setting ({e})") from None
 
 
-def flink_testbed(inventory: Inventory, log: Callable[[str], None] | None = None) -> FlinkTestbed:
-    """The Flink testbed of an inventory, deploying through its playbook when a budget needs it."""
-    settings = flink_settings(inventory)
+def flink_testbed(inventory: Inventory, log: Callable[[str], None] | None = None,
+                  settings: FlinkSettings | None = None) -> FlinkTestbed:
+    """The Flink testbed of an inventory, deploying through its playbook when a budget needs it
+    (``settings``: instead of the inventory's own, for tests)."""
+    settings = settings or flink_settings(inventory)
     service = FlinkService(inventory, log)
     return FlinkTestbed(settings, deploy=lambda budget: service.deploy(
         budget, settings.source_parallelism, settings.cpu_per_slot, settings.slots_per_taskmanager), log=log)
