@@ -86,8 +86,27 @@ def test_source_saturation_needs_a_busy_source_behind_its_target(busy, held, cal
                            ("calc", "1"): counter(min(calc, 300))},
                      backpressured={**s.backpressured, ("src", "0"): counter(held)},
                      records_in=s.records_in, records_out={**s.records_out, ("src", "0"): counter(emitted)},
-                     pending=s.pending)
+                     pending={("src", "0"): counter(1000 - emitted)})
     assert measure(s).source_saturated is saturated
+
+
+def test_the_emitted_rate_comes_from_the_sources_backlog_where_it_has_one():
+    """A counter read late (a scrape answered by a throttled TaskManager: here the last sample reads
+    what the counter held 0.3 s later) misstates the rate; the backlog gauge, flat, does not."""
+    late = [(t, v + (300.0 if t == TIMES[-1] else 0.0)) for t, v in counter(1000)]
+    flat = {("src", "0"): [(t, 5_000.0) for t in TIMES]}
+    s = series()
+    kept_up = measure(WindowSeries(busy=s.busy, backpressured=s.backpressured, records_in=s.records_in,
+                                   records_out={**s.records_out, ("src", "0"): late}, pending=flat))
+    assert kept_up.achieved_rate == pytest.approx(1000) and kept_up.pending_slope == pytest.approx(0)
+    growing = {("src", "0"): counter(250)}
+    behind = measure(WindowSeries(busy=s.busy, backpressured=s.backpressured, records_in=s.records_in,
+                                  records_out={**s.records_out, ("src", "0"): late}, pending=growing))
+    assert behind.achieved_rate == pytest.approx(750)
+    # without the gauge (another source), the counter is all there is
+    counted = measure(WindowSeries(busy=s.busy, backpressured=s.backpressured, records_in=s.records_in,
+                                   records_out={**s.records_out, ("src", "0"): counter(900)}, pending={}))
+    assert counted.achieved_rate == pytest.approx(900)
 
 
 def test_without_pending_records_the_source_has_none():

@@ -47,6 +47,10 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
     // Snapshots for gauges / local stats (read by other threads).
     private volatile long emittedSnapshot;
     private volatile long pendingSnapshot;
+    // When pendingSnapshot was taken, and the rate the pacer accrues at until the next poll: a source
+    // held by back-pressure is not polled, yet its backlog grows (see pendingNow).
+    private volatile long snapshotNanos;
+    private volatile double accrualRate;
     private volatile double targetSnapshot;
 
     NexmarkSourceReader(SourceReaderContext context, NexmarkSource config) {
@@ -63,7 +67,7 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
         }
         Timer.acquire();
         SourceReaderMetricGroup metrics = context.metricGroup();
-        metrics.setPendingRecordsGauge(() -> pendingSnapshot);
+        metrics.setPendingRecordsGauge(this::pendingNow);
         metrics.gauge("targetRate", (Gauge<Double>) () -> targetSnapshot);
         metrics.gauge("emittedRecords", (Gauge<Long>) () -> emittedSnapshot);
         SourceStats.register(this);
@@ -115,10 +119,10 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
             }
             pacer.emitted(n);
             emittedSnapshot = pacer.emittedCount();
-            pendingSnapshot = pacer.pending();
+            snapshotPending(now);
             return InputStatus.MORE_AVAILABLE;
         }
-        pendingSnapshot = pacer.pending();
+        snapshotPending(now);
         long wait = Math.max(MIN_WAIT_NANOS, Math.min(MAX_WAIT_NANOS, pacer.nanosUntilNext()));
         CompletableFuture<Void> f = new CompletableFuture<>();
         available = f;
@@ -168,7 +172,24 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
     }
 
     long pendingRecords() {
-        return pendingSnapshot;
+        return pendingNow();
+    }
+
+    private void snapshotPending(long now) {
+        pendingSnapshot = pacer.pending();
+        accrualRate = pacer.rate();
+        snapshotNanos = now;
+    }
+
+    /**
+     * The backlog now, from any thread: the last snapshot plus what the pacer has accrued since, as
+     * nothing is emitted between two polls. Without the accrual a source stalled by back-pressure
+     * would report a frozen backlog, and the controller, which reads a window's emission from the
+     * backlog's growth, would count the stall as emitted.
+     */
+    long pendingNow() {
+        long since = System.nanoTime() - snapshotNanos;
+        return pendingSnapshot + (since > 0 ? (long) Math.floor(accrualRate * since / 1e9) : 0L);
     }
 
     double targetRate() {
