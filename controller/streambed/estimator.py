@@ -115,8 +115,10 @@ WARMUP_SETTLED = 0.1
 
 
 def warmup_settled(before: float, after: float) -> bool:
-    """Whether the job's rate has settled between two warm-up windows (Timing.warmup_max_s)."""
-    return abs(after - before) <= WARMUP_SETTLED * max(before, after)
+    """Whether the job's rate has settled between two warm-up windows (Timing.warmup_max_s). A job
+    that emits nothing yet has not settled: at 0.12 core per slot a 10-slot q11 emitted nothing for
+    its first 17 s, and a search seeded at 0 starts at the cooldown rate."""
+    return after > 0 and abs(after - before) <= WARMUP_SETTLED * max(before, after)
 
 
 @dataclass
