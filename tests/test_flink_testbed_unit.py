@@ -1,5 +1,7 @@
 """Pure parts of the Flink testbed: operator names from a job plan, declared graphs."""
 
+import dataclasses
+
 import pytest
 
 from conftest import json_server
@@ -187,3 +189,25 @@ def test_prepare_refuses_a_budget_the_testbed_does_not_offer_before_deploying(tm
     with pytest.raises(UserError, match=message):
         tb.prepare(Budget(*budget))
     assert deployed == []
+
+
+@pytest.mark.parametrize("total, deploys", [(5, 0), (3, 1)])
+def test_busy_slots_are_waited_for_and_lost_slots_deployed_again(tmp_path, total, deploys):
+    """After an estimate the cancelled job's slots come back within seconds (slots-total stays 5):
+    prepare waits, no deployment. A TaskManager lost (slots-total 3 of 5): deployed again, once."""
+    from streambed.model import Budget
+
+    answers = iter([{"slots-total": total, "slots-available": 1}] * 2)
+
+    def overview(path):
+        return 200, next(answers, {"slots-total": 5, "slots-available": 5})
+
+    with json_server(overview) as (url, _):
+        tb = _unreachable_testbed(tmp_path, timeout_s=3.0)
+        tb.settings = dataclasses.replace(tb.settings, rest_url=url, max_slots=4, source_parallelism=1,
+                                          memory_per_slot=(512,))
+        deployed = []
+        tb.deploy = deployed.append
+        tb._budget = Budget(2, 512)  # deployed already, at this memory
+        tb.prepare(Budget(2, 512))
+    assert deployed == [Budget(4, 512)] * deploys

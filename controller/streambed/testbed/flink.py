@@ -204,11 +204,7 @@ class FlinkTestbed:
             if self._budget is None or self._budget.memory_mb != budget.memory_mb:
                 self.log(f"deploying TaskManagers with {budget.memory_mb} MB per slot")
                 self.deploy(Budget(s.max_slots, budget.memory_mb))
-            elif self._free_slots() < needed:
-                # A TaskManager was lost (killed, out of memory): the role starts what is not running.
-                self.log("the cluster has lost slots; deploying again")
-                self.deploy(Budget(s.max_slots, budget.memory_mb))
-        self._wait_slots(needed)
+        self._wait_slots(needed, budget.memory_mb)
         self._budget = budget
 
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
@@ -322,15 +318,21 @@ class FlinkTestbed:
             self._jar_id = resp.json()["filename"].rsplit("/", 1)[-1]
         return self._jar_id
 
-    def _free_slots(self) -> int:
-        return int(self._rest("get", "/overview").json().get("slots-available", 0))
-
-    def _wait_slots(self, slots: int) -> None:
-        """Wait until ``slots`` slots are free (those of a cancelled job come back within seconds)."""
+    def _wait_slots(self, slots: int, memory_mb: int | None = None) -> None:
+        """Wait until ``slots`` slots are free: those of a cancelled job come back within seconds (on
+        TaskManagers held to 0.12 core, after the next estimate had asked). Slots that are gone, not
+        busy (a TaskManager killed, out of memory), are deployed again once: the role starts what
+        is not running."""
         deadline = time.time() + self.settings.start_timeout_s
+        redeployed = self.deploy is None or memory_mb is None
         while time.time() < deadline:
-            if self._free_slots() >= slots:
+            overview = self._rest("get", "/overview").json()
+            if int(overview.get("slots-available", 0)) >= slots:
                 return
+            if int(overview.get("slots-total", 0)) < slots and not redeployed:
+                self.log("the cluster has lost slots; deploying again")
+                self.deploy(Budget(self.settings.max_slots, memory_mb))
+                redeployed = True
             time.sleep(1.0)
         # Flink answers, so this is a failed start (retried by the estimator), not an unreachable engine.
         raise JobFailed(f"Flink at {self.settings.rest_url} has fewer than {slots} free slots after "
