@@ -136,8 +136,7 @@ def test_the_testbed_deploys_through_the_service_when_a_budget_needs_other_memor
     pytest.importorskip("pyflink")
     testbed = services.flink_testbed(Inventory.load(other))
     # no cluster here (the deploys are what is checked): every slot is free
-    testbed._wait_slots = lambda slots: None
-    testbed._free_slots = lambda: 8
+    testbed._wait_slots = lambda slots, memory_mb=None: None
     testbed.prepare(Budget(3, 4096))
     testbed.prepare(Budget(5, 4096))  # same memory per slot, slots all there: no redeploy
     assert [run[2] for run in playbook_runs] == [{"flink_memory_per_slot_mb": 4096, "flink_cpu_per_slot": 0.0,
@@ -149,7 +148,7 @@ def test_slots_with_a_cpu_share_deploy_as_taskmanagers_of_a_few_slots_each(other
     (other / "testbed.yml").write_text(OTHER_TESTBED + "cpu_per_slot: 0.2\nslots_per_taskmanager: 3\n")
     testbed = services.flink_testbed(Inventory.load(other))
     assert (testbed.settings.cpu_per_slot, testbed.settings.slots_per_taskmanager) == (0.2, 3)
-    testbed._wait_slots = lambda slots: None
+    testbed._wait_slots = lambda slots, memory_mb=None: None
     testbed.prepare(Budget(3, 2048))
     # 6 slots for operators and 2 for the sources: 3 TaskManagers of 3 slots (0.6 core each), 1 spare
     assert playbook_runs[-1][2] == {"flink_memory_per_slot_mb": 2048, "flink_cpu_per_slot": 0.2,
