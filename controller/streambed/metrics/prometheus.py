@@ -49,10 +49,11 @@ TaskManager (its network threads share its CPU quota), not by the job."""
 
 def emitted_from_backlog(offered: float, pending_start: float, pending_end: float) -> float:
     """Events the sources emitted in a window, from their own backlog gauge: what was offered less
-    what the backlog grew by. Exact where the emission counter is not: a scrape answered late by a
-    TaskManager held to a CPU share reads the counter later than its timestamp says, and at 0.12
-    core windows of 7,067 events/s read 6,986 while the backlog did not move (docs/flink-testbed.md);
-    the backlog's level hardly moves while the source keeps up, so a late read costs nothing."""
+    what the backlog grew by. At 0.12 core per slot the emission counter read a window of 7,067
+    events/s as 6,986 while the backlog did not move at all (docs/flink-testbed.md); the likely
+    cause, not isolated, is a scrape answered late by a TaskManager held to its share, which reads
+    the counter later than the sample's timestamp. A late read of a level that hardly moves while
+    the source keeps up costs nothing."""
     return max(0.0, offered - (pending_end - pending_start))
 
 
