@@ -11,7 +11,7 @@ from conftest import json_server
 
 from streambed.errors import MetricsMissing
 from streambed.metrics.prometheus import (BACKPRESSURED, BUSY, PENDING, RECORDS_IN, RECORDS_OUT, JobVertices,
-                                          PrometheusReader, WindowSeries, window_measurement)
+                                          PrometheusReader, WindowSeries, emitted_in_window, window_measurement)
 
 T0, T1 = 100.0, 130.0
 TIMES = [T0 + 1.0 + i for i in range(30)]  # one scrape a second, in (T0, T1]
@@ -107,6 +107,31 @@ def test_the_emitted_rate_comes_from_the_sources_backlog_where_it_has_one():
     counted = measure(WindowSeries(busy=s.busy, backpressured=s.backpressured, records_in=s.records_in,
                                    records_out={**s.records_out, ("src", "0"): counter(900)}, pending={}))
     assert counted.achieved_rate == pytest.approx(900)
+
+
+def test_far_behind_its_target_the_emission_comes_from_the_counter():
+    """A warm-up asks 4 M events/s of a job that takes 12 k: the backlog grows at ~4 M/s, and a last
+    scrape read 0.1 s late adds ~400 k records to it, more than the whole window emitted. Read from
+    the backlog the window would say 0 events/s (it did, issue 12); the counter moves 330 times
+    slower and is the exact reading."""
+    s = series()
+    late = {("src", "0"): [(t, 3_988_000.0 * (t - T0) + (398_800.0 if t == TIMES[-1] else 0.0)) for t in TIMES]}
+    m = measure(WindowSeries(busy=s.busy, backpressured=s.backpressured, records_in=s.records_in,
+                             records_out={**s.records_out, ("src", "0"): counter(12_000)}, pending=late),
+                target=4_000_000.0)
+    assert m.achieved_rate == pytest.approx(12_000)
+
+
+@pytest.mark.parametrize("counted, growth, emitted", [
+    (9_900, 0, 10_000),          # kept up: the flat backlog, not the counter read late
+    (7_000, 3_000, 7_000),       # behind by less than it emitted: the backlog, 10,000 - 3,000
+    (12_000, 3_988_000, 12_000),  # far behind: the counter
+    (0, 10, 0),                  # nothing emitted, the backlog grows: the counter
+    (100, -50, 10_050),          # the backlog shrinks (the source catches up): offered + 50
+])
+def test_the_emission_is_read_from_the_slower_moving_reading(counted, growth, emitted):
+    assert emitted_in_window(10_000 if growth < 1e6 else 4_000_000, counted, 500.0, 500.0 + growth) == \
+        pytest.approx(emitted)
 
 
 def test_without_pending_records_the_source_has_none():

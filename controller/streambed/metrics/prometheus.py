@@ -47,14 +47,21 @@ OPERATORS_IDLE = 0.5
 TaskManager (its network threads share its CPU quota), not by the job."""
 
 
-def emitted_from_backlog(offered: float, pending_start: float, pending_end: float) -> float:
-    """Events the sources emitted in a window, from their own backlog gauge: what was offered less
-    what the backlog grew by. At 0.12 core per slot the emission counter read a window of 7,067
-    events/s as 6,986 while the backlog did not move at all (docs/flink-testbed.md); the likely
-    cause, not isolated, is a scrape answered late by a TaskManager held to its share, which reads
-    the counter later than the sample's timestamp. A late read of a level that hardly moves while
-    the source keeps up costs nothing."""
-    return max(0.0, offered - (pending_end - pending_start))
+def emitted_in_window(offered: float, counted: float, pending_start: float, pending_end: float) -> float:
+    """Events the sources emitted in a window, from whichever of their two readings is the more
+    exact: the emission counter (``counted``), or what was offered less what their backlog gauge
+    grew by. A scrape answered late by a TaskManager held to its CPU share reads either one later
+    than the sample's timestamp, so each is off by the lateness times its own rate of change: the
+    counter's is the emission, the backlog's is the offered rate less the emission. The slower one
+    is the exact one. While the sources keep up, the backlog hardly moves: at 0.12 core per slot
+    the counter read a window of 7,067 events/s as 6,986 while the backlog stood still. Far behind
+    (a warm-up asking 4 M events/s of a job taking 12.6 k), the backlog grows at the offered rate
+    and the counter is the exact one: read from the backlog, that warm-up came out at 0 events/s
+    (docs/flink-testbed.md, "What it took")."""
+    growth = pending_end - pending_start
+    if abs(growth) < counted:
+        return max(0.0, offered - growth)
+    return counted
 
 
 def source_capped(achieved: float, target: float, busy: float, backpressured: float,
@@ -187,7 +194,7 @@ def window_measurement(series: WindowSeries, vertices: JobVertices, *, job: str,
     pending_at = (lambda t: float(sum(np.interp(t, *zip(*p)) for p in pend))) if pend else (lambda t: 0.0)
     offered = target_rate * (end - start)
     if pend:
-        emitted = emitted_from_backlog(offered, pending_at(start), pending_at(end))
+        emitted = emitted_in_window(offered, emitted, pending_at(start), pending_at(end))
     ops_metrics = window.operator_metrics(names, parallelism, np.array(b_all), np.array(bp_all),
                                           np.array(in_all), np.array(out_all))
     achieved = emitted / (end - start) if end > start else 0.0
