@@ -216,6 +216,16 @@ def test_the_flink_factory_without_pyflink_says_to_install_it(other, monkeypatch
     assert _one_line(e).endswith("module pyflink is not installed; run make install")
 
 
+def test_an_inventory_copied_under_another_name_has_a_state_directory_of_its_own(tmp_path):
+    """Two inventories side by side (the local one and a variant of it) never write into each
+    other's state directory: it follows the inventory's name."""
+    for name in ("local", "local-variant"):
+        shutil.copytree(LOCAL, tmp_path / "checkout" / "inventories" / name)
+    dirs = [services.flink_settings(LocalProvider(tmp_path / "checkout" / "inventories" / name).provision()).state_dir
+            for name in ("local", "local-variant")]
+    assert dirs == [tmp_path / "checkout" / ".streambed" / "local", tmp_path / "checkout" / ".streambed" / "local-variant"]
+
+
 def test_the_local_inventory_copied_elsewhere_points_at_its_own_tree(tmp_path):
     """The paths are relative to the inventory: a copy of the repository's layout is self-contained."""
     copy = tmp_path / "checkout" / "inventories" / "local"
