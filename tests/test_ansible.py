@@ -219,7 +219,12 @@ def test_memory_change_restarts_only_the_taskmanager(testbed):
 
 def _cpu_cgroup(pid: int) -> str:
     """The cpu controller's group of a process (cgroup v1 line '<n>:cpu[,cpuacct]:<path>', v2 '0::<path>')."""
-    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    return _cpu_cgroup_of(f"/proc/{pid}")
+
+
+def _cpu_cgroup_of(proc: str) -> str:
+    """The same for a /proc entry: a process, or one of its threads (/proc/<pid>/task/<tid>)."""
+    lines = Path(f"{proc}/cgroup").read_text().splitlines()
     v1 = [ln.split(":", 2)[2] for ln in lines if "cpu" in ln.split(":", 2)[1].split(",")]
     return v1[0] if v1 else next(ln.split(":", 2)[2] for ln in lines if ln.startswith("0::"))
 
@@ -250,6 +255,14 @@ def test_cpu_shares_put_each_taskmanager_in_a_cgroup_of_its_own(testbed):
         quota = (hierarchy / g.lstrip("/") / "cpu.cfs_quota_us")
         assert quota.read_text().split() == ["5000"] if quota.exists() else \
             (hierarchy / g.lstrip("/") / "cpu.max").read_text().split() == ["5000", "10000"]
+    if probe.startswith("v1 "):
+        # the JIT compiler's threads (all started with the JVM) run in the parent group, outside the quota
+        for pid, g in zip(pids, groups):
+            threads = {t.name: (t / "comm").read_text().strip() for t in Path(f"/proc/{pid}/task").iterdir()}
+            compilers = [tid for tid, name in threads.items() if name.startswith(("C1 CompilerThre", "C2 CompilerThre"))]
+            assert compilers, threads
+            assert {_cpu_cgroup_of(f"/proc/{pid}/task/{tid}") for tid in compilers} == {g.rsplit("/", 1)[0]}
+            assert _cpu_cgroup_of(f"/proc/{pid}/task/{pid}") == g
     again = testbed.apply("the same shares again")
     assert again.changed == 0, again
     testbed.cpu_groups = [hierarchy / g.lstrip("/") for g in groups]

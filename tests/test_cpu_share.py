@@ -78,6 +78,40 @@ def test_a_share_below_the_kernels_minimum_quota_is_refused(tmp_path):
     assert p.returncode == 1 and "below the kernel's 1 ms quota" in p.stderr
 
 
+# A process whose second thread is named as a JVM's C2 compiler thread (comm is cut to 15 bytes),
+# busy for 3 s; it prints the thread's id, then its CPU seconds.
+COMPILER = """import ctypes, threading, time
+def compile():
+    ctypes.CDLL(None).prctl(15, b"C2 CompilerThread0", 0, 0, 0)
+    print(threading.get_native_id(), flush=True)
+    t = time.time()
+    while time.time() - t < 3: pass
+    print(time.clock_gettime(time.CLOCK_THREAD_CPUTIME_ID), flush=True)
+th = threading.Thread(target=compile); th.start(); th.join()
+"""
+
+
+def test_limit_moves_the_jit_compiler_threads_to_the_parent_group(tmp_path):
+    """On a fake v1 tree: the threads of the group named as the JVM's compiler threads are written
+    to the parent's tasks (outside the quota), the others stay; a second limit changes nothing."""
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    group = tmp_path / "cpu" / "sb" / "tm-1"
+    group.mkdir(parents=True)
+    p = subprocess.Popen([sys.executable, "-c", COMPILER], stdout=subprocess.PIPE, text=True)
+    try:
+        compiler = p.stdout.readline().strip()
+        (group / "tasks").write_text(f"{p.pid}\n{compiler}\n")
+        limit = cpu_share("limit", str(tmp_path), "sb/tm-1", "0.25", "1024")
+        assert limit.returncode == 0, limit.stderr
+        assert f"changed: compiler thread {compiler} out of the quota" in limit.stdout
+        assert (tmp_path / "cpu" / "sb" / "tasks").read_text().split() == [compiler]
+    finally:
+        p.wait(timeout=30)
+    (group / "tasks").write_text(f"{p.pid}\n")  # as the kernel would show it after the move
+    assert cpu_share("limit", str(tmp_path), "sb/tm-1", "0.25", "1024").stdout == ""
+
+
 BUSY = "import os, time\nt = time.time()\nwhile time.time() - t < 3: pass\nc = os.times()\nprint(c.user + c.system)"
 
 
@@ -98,3 +132,34 @@ def test_the_quota_holds_a_busy_process_to_its_share():
         removed = cpu_share("remove", str(CGROUP), group)
     assert removed.returncode == 0, removed.stderr
     assert not any(CGROUP.glob(f"*/{group}")), "remove leaves no group behind"
+
+
+def test_a_compiler_thread_runs_outside_its_groups_quota():
+    """On this machine's cgroups: the process joins a 0.1-core group; limit moves its compiler-named
+    thread to the parent, so that thread gets well over 0.1 s of CPU per second while the quota
+    holds the rest of the group."""
+    if not cpu_share("probe", str(CGROUP)).stdout.startswith("v1 "):
+        pytest.skip("no writable cgroup v1 cpu controller here (threads move one by one only in v1)")
+    group = f"streambed-test-{uuid.uuid4().hex[:8]}"
+    try:
+        assert cpu_share("run", str(CGROUP), f"{group}/tm", "true").returncode == 0
+        p = subprocess.Popen([str(SCRIPT), "run", str(CGROUP), f"{group}/tm", sys.executable, "-c", COMPILER],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            compiler = p.stdout.readline().strip()
+            limit = cpu_share("limit", str(CGROUP), f"{group}/tm", "0.1", "1024")
+            assert limit.returncode == 0, limit.stderr
+            assert f"compiler thread {compiler}" in limit.stdout
+            # /proc/<pid>/task/<tid>/cgroup: "<id>:<controllers>:<path>", the cpu controller's path
+            cpu_path = next(line.split(":", 2)[2] for line in
+                            Path(f"/proc/{p.pid}/task/{compiler}/cgroup").read_text().splitlines()
+                            if "cpu" in line.split(":", 2)[1].split(","))
+            assert cpu_path == f"/{group}", cpu_path
+            seconds = float(p.stdout.readline())
+        finally:
+            p.wait(timeout=30)
+        # 3 s busy: held to 0.1 core it would get ~0.3 s; free, about a core (or half on a busy machine)
+        assert seconds > 0.1 * 3 + 0.5, seconds
+    finally:
+        removed = cpu_share("remove", str(CGROUP), group)
+    assert removed.returncode == 0, removed.stderr
