@@ -79,6 +79,11 @@ def test_tasks_are_ordered_by_subtask_number_and_busyness_is_clamped():
     (450, 500, 100, 900, True),
     (450, 500, 950, 900, False),  # held back by a busy Calc: the job's limit, not the source's
     (450, 500, 100, 995, False),  # held back, idle downstream, but it kept up
+    # behind, not held back, nothing in the job busy: the job did not slow it (q8 at 0.12 core)
+    (370, 50, 40, 900, True),
+    (370, 50, 40, 995, False),    # the same, but it kept up
+    (370, 300, 40, 900, False),   # held back for part of the window: the job may have slowed it
+    (370, 50, 600, 900, False),   # not held back, but an operator task is busy: not clearly the source
 ])
 def test_source_saturation_needs_a_busy_source_behind_its_target(busy, held, calc, emitted, saturated):
     s = series()
