@@ -226,6 +226,17 @@ def test_an_inventory_copied_under_another_name_has_a_state_directory_of_its_own
     assert dirs == [tmp_path / "checkout" / ".streambed" / "local", tmp_path / "checkout" / ".streambed" / "local-variant"]
 
 
+def test_the_finer_local_inventory_shares_the_hosts_but_not_the_state_or_the_offer():
+    """inventories/local-fine links local's hosts and group_vars: same addresses and ports, its own
+    state directory (and so its own cgroup parent), and its own slots, share and memory."""
+    local, fine = (LocalProvider(REPO / "inventories" / name).provision() for name in ("local", "local-fine"))
+    assert services.flink_settings(fine).state_dir == REPO / ".streambed" / "local-fine"
+    assert services.flink_settings(local).state_dir == REPO / ".streambed" / "local"
+    assert fine.settings["flink_rest_port"] == local.settings["flink_rest_port"]
+    assert fine.testbed["max_slots"] > local.testbed["max_slots"]
+    assert fine.testbed["cpu_per_slot"] * (fine.testbed["max_slots"] + fine.testbed["source_parallelism"]) < 1.5
+
+
 def test_the_local_inventory_copied_elsewhere_points_at_its_own_tree(tmp_path):
     """The paths are relative to the inventory: a copy of the repository's layout is self-contained."""
     copy = tmp_path / "checkout" / "inventories" / "local"
