@@ -8,7 +8,7 @@ from streambed.errors import JobRestarted, TestbedUnreachable
 from dataclasses import replace
 
 from streambed.estimator import (TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
-                                 next_rate, verdict, warmup_settled)
+                                 next_rate, recovered, verdict, warmup_settled)
 from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement, OperatorMetrics
@@ -187,6 +187,56 @@ def test_a_failed_window_is_discarded_retried_and_never_counted(tmp_path):
     assert est.discarded == 1 and len(discarded) == 1
     assert "restarted" in discarded[0]["data"]["reason"]
     assert est.mst == pytest.approx(100_000 / 0.99, rel=0.02)
+
+
+def busy_trickle(busiest: float, emitted: float = 100.0) -> Measurement:
+    ops = (OperatorMetrics("m", 1, emitted, emitted, 0.01, 0.01, 0.0, (0.01,)),
+           OperatorMetrics("agg", 2, emitted, 1.0, busiest / 2, busiest, 0.0, (busiest, 0.0)))
+    return Measurement(target_rate=100.0, achieved_rate=emitted, pending_start=0.0,
+                       pending_end=0.0, pending_slope=0.0, achieved_cv=0.0, start=0.0, end=5.0, operators=ops)
+
+
+@pytest.mark.parametrize("busiest, emitted, ok", [
+    (0.02, 100.0, True),   # accepts the low rate, every task idle
+    (0.8, 100.0, False),   # accepts it, but a task still works off the overload (q11, docs/flink-testbed.md)
+    (0.02, 50.0, False),   # still holds back the source
+])
+def test_a_job_has_recovered_when_it_takes_the_cooldown_rate_and_no_task_is_busy(busiest, emitted, ok):
+    assert recovered(busy_trickle(busiest, emitted), 0.99) is ok
+
+
+class Lingering(SimTestbed):
+    """A job whose busiest task stays busy for ``busy_windows`` cooldown windows after each test
+    (``None``: for ever), though its source accepts the cooldown rate at once."""
+
+    def __init__(self, *a, busy_windows=None, **k):
+        super().__init__(*a, **k)
+        self.busy_windows, self.left, self.cooldowns, self.cooling = busy_windows, 0, 0, False
+
+    def observe(self, run, seconds):
+        m = super().observe(run, seconds)
+        cooldown = seconds == FAST.cooldown_s
+        if cooldown and not self.cooling:  # the first cooldown window after a test
+            self.left = math.inf if self.busy_windows is None else self.busy_windows
+        self.cooling = cooldown
+        if not cooldown:
+            return m
+        self.cooldowns += 1
+        if self.left > 0:
+            self.left -= 1
+            return replace(m, operators=tuple(replace(o, busyness_max=0.9) for o in m.operators))
+        return m
+
+
+def test_the_cooldown_lasts_until_no_task_is_busy_and_no_longer_than_its_bound(tmp_path):
+    timing = replace(FAST, max_cooldown_s=4 * FAST.cooldown_s)
+    for busy_windows, per_test, incomplete in ((2, 3, False), (None, 4, True)):
+        tb = Lingering(toy(), SimSettings(noise=False), busy_windows=busy_windows)
+        with Ledger.open(tmp_path / str(busy_windows), "t", {}, resume=False) as ledger:
+            est = estimate(tb, ledger, timing)
+            recorded = ledger.events("cooldown-incomplete")
+        assert tb.cooldowns == per_test * len(est.windows)
+        assert bool(recorded) is incomplete and (not incomplete or len(recorded) == len(est.windows))
 
 
 def test_windows_that_keep_failing_give_up_after_the_retries(tmp_path):
