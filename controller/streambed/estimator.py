@@ -371,11 +371,11 @@ class _Job:
         tb.set_rate(run, self.est.cooldown_rate)
         cooled = 0.0
         while True:
-            trickle = tb.observe(run, t.cooldown_s)
             cooled += t.cooldown_s
-            if recovered(trickle, t.threshold) or cooled >= t.max_cooldown_s:
+            done = recovered(tb.observe(run, t.cooldown_s), t.threshold)
+            if done or cooled >= t.max_cooldown_s:
                 break
-        if not recovered(trickle, t.threshold):
+        if not done:
             self.est.ledger.record("cooldown-incomplete", {"key": self.key, "seconds": cooled, "rate": rate})
         tb.set_rate(run, rate)
         self.rate = rate

@@ -43,8 +43,8 @@ AGGREGATION_S = 5.0
 SATURATED_BUSY = 0.9
 """Source tasks busier than this, and behind their target, capped the window themselves."""
 OPERATORS_IDLE = 0.5
-"""Source tasks held back while no operator task is busier than this were held back by their own
-TaskManager (its network threads share its CPU quota), not by the job."""
+"""No operator task busier than this: the job is not what held a lagging source back (its own
+TaskManager was, whose network threads share its CPU quota; see ``source_capped``)."""
 SOURCE_UNHELD = 0.1
 """Source tasks back-pressured less than this share of the time were not held back by the job:
 back-pressure is the only way a Flink job slows its sources."""
