@@ -481,6 +481,39 @@ def test_measure_killed_mid_campaign_resumes_without_repeating_windows(tmp_path)
         ("run-started",), ("run-started",), ("run-stopped",)]
 
 
+def test_a_second_process_on_a_running_campaign_gets_one_line_naming_the_first(tmp_path):
+    proc = subprocess.Popen([*COMMAND, *KILL_CAMPAIGN], cwd=tmp_path, env=_env(200),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "kill" / "ledger.lock").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the campaign did not start"
+            time.sleep(0.02)
+        for extra in (["--resume"], []):
+            line = error_line(streambed(*KILL_CAMPAIGN, *extra, cwd=tmp_path))
+            assert f"is in use by process {proc.pid}," in line, line
+        assert proc.poll() is None, "the campaign ended before the second process tried"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_ledger_verify_reports_a_whole_ledger_and_refuses_a_damaged_one(tmp_path):
+    whole = json_result(streambed(*KILL_CAMPAIGN[:2], "q1", "--rates", "1e4,2e4", "--window", "5", "--campaign-dir",
+                                  "m", "--json", cwd=tmp_path))
+    assert len(whole["measurements"]) == 2
+    report = json_result(streambed("ledger", "verify", "--campaign-dir", "m", "--json", cwd=tmp_path))
+    assert report["intact"] and report["kind"] == "measure" and report["steps"] == 2 and report["result"]
+    ledger_rows(tmp_path / "m", "SELECT 1")  # still a readable database
+    with sqlite3.connect(tmp_path / "m" / "ledger.sqlite") as conn:
+        conn.execute("UPDATE steps SET data = '{' WHERE seq = 2")
+    line = error_line(streambed("ledger", "verify", "--campaign-dir", "m", cwd=tmp_path))
+    assert "damaged ledger (step " in line and "readable: 1 steps" in line, line
+    line = error_line(streambed(*KILL_CAMPAIGN[:2], "q1", "--rates", "1e4,2e4", "--window", "5", "--campaign-dir",
+                                "m", "--resume", cwd=tmp_path))
+    assert "damaged ledger (step " in line and "nothing is replayed" in line, line  # before any measurement
+
+
 # ---------------------------------------------------------------------- plan and version
 
 

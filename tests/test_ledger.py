@@ -131,10 +131,129 @@ def test_events_and_result_round_trip(tmp_path):
         assert led.result() == {"slots": 12, "rate": 2.5e6}
 
 
-def test_wal_and_full_sync(tmp_path):
-    with new(tmp_path / "camp") as led:
-        assert led._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+def test_every_commit_is_in_the_main_file_with_full_sync(tmp_path):
+    """A copy of ledger.sqlite alone, taken while the campaign is still open (as after a kill, or a
+    backup that skips side files), holds every step: nothing lives only in a -wal file."""
+    d = tmp_path / "camp"
+    with new(d) as led:
         assert led._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        for i in range(20):
+            led.step(f"m{i}", lambda i=i: {"value": i})
+        copy = tmp_path / "copy"
+        copy.mkdir()
+        (copy / Ledger.FILENAME).write_bytes((d / Ledger.FILENAME).read_bytes())
+    assert not list(d.glob("*-wal")) and not list(copy.glob("*-wal"))
+    with Ledger.open(copy, "estimation", PARAMS, resume=True) as led:
+        assert [k for k, _ in led.steps()] == [f"m{i}" for i in range(20)]
+
+
+def test_a_ledger_written_in_wal_mode_resumes_with_its_wal_folded_in(tmp_path):
+    """Ledgers of earlier StreamBed versions kept their last commits in ledger.sqlite-wal."""
+    d = tmp_path / "camp"
+    new(d).close()
+    conn = sqlite3.connect(d / Ledger.FILENAME, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("INSERT INTO steps (key, time, data) VALUES ('m0', 0, '{\"value\": 0}')")
+    killed = tmp_path / "killed"  # the files as a killed writer leaves them: the last commit in the WAL
+    killed.mkdir()
+    for name in (Ledger.FILENAME, Ledger.FILENAME + "-wal"):
+        (killed / name).write_bytes((d / name).read_bytes())
+    conn.close()
+    assert (killed / (Ledger.FILENAME + "-wal")).stat().st_size > 0
+    with Ledger.open(killed, "estimation", PARAMS, resume=True) as led:
+        assert led.step("m0", must_not_run) == {"value": 0}
+    assert not (killed / (Ledger.FILENAME + "-wal")).exists()
+
+
+# ---------------------------------------------------------------------- one writer per campaign
+
+
+@pytest.mark.parametrize("resume", [True, False])
+def test_a_second_writer_is_refused_with_the_holders_pid(tmp_path, resume):
+    d = tmp_path / "camp"
+    with new(d) as led:
+        led.step("m0", lambda: {"value": 0})
+        with pytest.raises(UserError, match=rf"{d} is in use by process {os.getpid()}\b"):
+            Ledger.open(d, "estimation", PARAMS, resume=resume)
+        assert [k for k, _ in led.steps()] == ["m0"]  # the holder goes on untouched
+    with Ledger.open(d, "estimation", PARAMS, resume=True) as led:  # closed: free again
+        assert led.step("m0", must_not_run) == {"value": 0}
+
+
+def test_the_lock_of_a_killed_process_is_taken_over(tmp_path):
+    d = tmp_path / "camp"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from streambed.ledger import Ledger; "
+         "Ledger.open(sys.argv[1], 'estimation', {}, resume=False); print('open', flush=True); time.sleep(60)", str(d)],
+        env={**os.environ, "PYTHONPATH": str(CONTROLLER)}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(UserError, match=f"in use by process {holder.pid}"):
+            Ledger.open(d, "estimation", {}, resume=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (d / "ledger.lock").read_text().strip() == str(holder.pid)  # the stale lock file is still there
+    with Ledger.open(d, "estimation", {}, resume=True):
+        assert (d / "ledger.lock").read_text().strip() == str(os.getpid())
+
+
+# ---------------------------------------------------------------------- damage
+
+
+def _damage_pages(path: Path, pages: range) -> None:
+    """Overwrite whole database pages with garbage (as a failing disk or a bad copy would)."""
+    size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+    with open(path, "r+b") as f:
+        for page in pages:
+            f.seek(page * size)
+            f.write(b"\xa5" * size)
+
+
+def _filled(d: Path, steps: int = 300) -> None:
+    with new(d) as led:
+        for i in range(steps):
+            led.step(f"m{i}", lambda i=i: {"value": i, "pad": "x" * 200})
+        led.record("run-started", {"run": 1})
+
+
+def test_a_damaged_ledger_is_refused_not_replayed_in_part(tmp_path):
+    from streambed.ledger import read_campaign, verify
+
+    d = tmp_path / "camp"
+    _filled(d)
+    assert verify(d)["intact"] and verify(d)["steps"] == 300
+    _damage_pages(d / Ledger.FILENAME, range(8, 12))
+    with pytest.raises(UserError, match=r"damaged ledger .*nothing is replayed.*ledger verify --campaign-dir"):
+        Ledger.open(d, "estimation", PARAMS, resume=True)
+    with pytest.raises(UserError, match="damaged ledger"):
+        read_campaign(d)
+    report = verify(d)
+    assert not report["intact"] and report["problems"]
+    assert report["steps"] < 300  # what survives, counted
+
+
+def test_a_row_that_is_not_an_object_names_itself(tmp_path):
+    from streambed.ledger import verify
+
+    d = tmp_path / "camp"
+    _filled(d, steps=3)
+    _sqlite_file(d / Ledger.FILENAME, ["UPDATE steps SET data = 'not json' WHERE key = 'm1'",
+                                       "UPDATE steps SET data = '[1, 2]' WHERE key = 'm2'"])
+    with pytest.raises(UserError, match=r"damaged ledger \(step 'm1'\); nothing is replayed"):
+        Ledger.open(d, "estimation", PARAMS, resume=True)  # refused whole, before any step replays
+    conn = sqlite3.connect(d / Ledger.FILENAME)
+    led = Ledger(conn, d / Ledger.FILENAME, "estimation", PARAMS, None)  # a ledger damaged after it was opened
+    assert led.step("m0", must_not_run) == {"value": 0, "pad": "x" * 200}
+    with pytest.raises(UserError, match=r"damaged ledger: step 'm1' is not JSON"):
+        led.step("m1", must_not_run)
+    with pytest.raises(UserError, match=r"step 'm2' holds a list, not an object"):
+        led.step("m2", must_not_run)
+    led.close()
+    report = verify(d)
+    assert not report["intact"] and report["steps"] == 1
+    assert report["unreadable"] == ["step 'm1'", "step 'm2'"]
 
 
 # ---------------------------------------------------------------------- refusals

@@ -7,10 +7,18 @@ the measurements it had finished. At most the one step in flight when the proces
 
 The ledger also keeps an append-only event log (run started, window discarded, ...) and the
 campaign's final result.
+
+One process writes a campaign at a time: ``Ledger.open`` holds an exclusive lock on
+``<campaign_dir>/ledger.lock`` (flock, released by the kernel when the process dies, so a stale lock
+is taken over) and a second process is refused with the holder's PID. Every commit lands in the
+main file (a rollback journal, synchronous=FULL): nothing lives only in a side file that a copy or
+a clean-up could lose, as it did in WAL mode. A damaged ledger is refused on resume and on read,
+never replayed in part; :func:`verify` reports what survives (``streambed ledger verify``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
@@ -85,6 +93,68 @@ def _fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
+LOCKNAME = "ledger.lock"
+"""The file in a campaign directory whose flock marks the one process writing the campaign."""
+
+
+def _lock(d: Path) -> int:
+    """An exclusive lock on ``d``'s campaign, held until the returned descriptor is closed (or the
+    process dies: flock locks die with their holder, so a stale lock file is simply taken over).
+    UserError naming the holder's PID when another process holds it."""
+    path = d / LOCKNAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UserError(f"--campaign-dir: cannot lock {d} ({exc.strerror or exc})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        raise UserError(f"--campaign-dir: {d} is in use by process {holder}, which runs a campaign there; wait "
+                        f"for it to end or choose another --campaign-dir") from None
+    except OSError as exc:
+        os.close(fd)
+        raise UserError(f"--campaign-dir: cannot lock {d} ({exc.strerror or exc})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _decode(path: Path, what: str, text: Any) -> dict:
+    """A stored row's JSON object; UserError naming the row when it is not one (a damaged ledger)."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UserError(f"{path}: damaged ledger: {what} is not JSON ({exc}); see streambed ledger verify") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: damaged ledger: {what} holds a {type(data).__name__}, not an object; "
+                        f"see streambed ledger verify")
+    return data
+
+
+def _damage(conn: sqlite3.Connection) -> list[str]:
+    """What SQLite's quick_check finds wrong with the file behind ``conn`` (empty: nothing)."""
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
+    return [] if rows == ["ok"] else rows
+
+
+def _check_intact(conn: sqlite3.Connection, path: Path, *, rows: bool = False) -> None:
+    """UserError when SQLite finds the file damaged or, with ``rows``, when a stored row does not decode:
+    a resumed campaign replays all of its ledger or nothing."""
+    problems = _damage(conn)
+    if not problems and rows:
+        problems = _unreadable(conn, path)[1]
+    if problems:
+        raise UserError(f"{path}: damaged ledger ({problems[0]}); nothing is replayed from it. streambed ledger "
+                        f"verify --campaign-dir {path.parent} shows what survives")
+
+
 @dataclass(frozen=True)
 class CampaignRecord:
     """What a campaign's ledger holds, read without changing it (see :func:`read_campaign`)."""
@@ -114,22 +184,25 @@ def read_campaign(path: Path | str) -> CampaignRecord:
         raise UserError(f"{db}: cannot open the ledger ({exc})") from None
     try:
         kind, params = Ledger._read_meta(conn, db)  # one rule for app and schema version, here and on resume
+        _check_intact(conn, db)
         row = conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
     except sqlite3.Error as exc:
         raise UserError(f"{db}: damaged ledger ({exc})") from None
     finally:
         conn.close()
-    return CampaignRecord(db, kind, params, None if row is None else json.loads(row[0]))
+    return CampaignRecord(db, kind, params, None if row is None else _decode(db, "the result", row[0]))
 
 
 class Ledger:
-    """Durable record of one campaign: <campaign_dir>/ledger.sqlite (SQLite, WAL, synchronous=FULL)."""
+    """Durable record of one campaign: <campaign_dir>/ledger.sqlite (SQLite, rollback journal,
+    synchronous=FULL), written by the one process holding <campaign_dir>/ledger.lock."""
 
     FILENAME = "ledger.sqlite"
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, kind: str, params: dict) -> None:
-        # Use Ledger.open(); the constructor only wraps an already validated connection.
+    def __init__(self, conn: sqlite3.Connection, path: Path, kind: str, params: dict, lock: int | None) -> None:
+        # Use Ledger.open(); the constructor only wraps an already validated connection and its lock.
         self._conn = conn
+        self._lock = lock
         self.path = path
         self._kind = kind
         self._params = params
@@ -152,9 +225,15 @@ class Ledger:
         if resume:
             if not path.is_file():
                 raise UserError(f"--resume: no campaign in {d}")
-            conn = cls._connect(path)
+            lock = _lock(d)
+            try:
+                conn = cls._connect(path)
+            except BaseException:
+                os.close(lock)
+                raise
             try:
                 old_kind, old_params = cls._read_meta(conn, path)
+                _check_intact(conn, path, rows=True)
                 if old_kind != kind:
                     raise UserError(f"--resume: {d} holds a {old_kind} campaign, not {kind}")
                 for key in [*old_params, *(k for k in params if k not in old_params)]:
@@ -168,32 +247,46 @@ class Ledger:
                 cls._set_pragmas(conn)
             except BaseException:
                 conn.close()
+                os.close(lock)
                 raise
-            return cls(conn, path, old_kind, old_params)
+            return cls(conn, path, old_kind, old_params, lock)
 
         if d.exists() and not d.is_dir():
             raise UserError(f"--campaign-dir: {d} is a file, not a directory; choose another --campaign-dir")
-        if path.exists():
-            cls._refuse_existing(d, path)
         created_dir = not d.exists()
         try:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"--campaign-dir: cannot create {d} ({exc.strerror or exc}"
                             f"{f': {exc.filename}' if exc.filename and str(exc.filename) != str(d) else ''})") from None
+        # The lock comes before the look for an existing ledger: a second process that starts while
+        # the first creates the file is told who holds the directory, not that the file is a stranger's.
+        lock = _lock(d)
         try:
-            return cls._create(d, path, kind, params, created_dir)
+            if path.exists():
+                cls._refuse_existing(d, path)
+            return cls._create(d, path, kind, params, created_dir, lock)
         except (OSError, sqlite3.OperationalError) as exc:
-            if created_dir:
-                try:
-                    d.rmdir()  # leave nothing behind; only works while d holds nothing
-                except OSError:
-                    pass
+            cls._release(lock, d if created_dir else None)
             what = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise UserError(f"--campaign-dir: cannot write the ledger {path} ({what})") from None
+        except BaseException:
+            cls._release(lock, d if created_dir else None)
+            raise
+
+    @staticmethod
+    def _release(lock: int, created: Path | None) -> None:
+        """Give up a lock taken by a failed open; remove the directory it created (and the lock file in it)."""
+        os.close(lock)
+        if created is not None:
+            try:
+                (created / LOCKNAME).unlink(missing_ok=True)
+                created.rmdir()  # leave nothing behind; only works while the directory holds nothing else
+            except OSError:
+                pass
 
     @classmethod
-    def _create(cls, d: Path, path: Path, kind: str, params: dict, created_dir: bool) -> "Ledger":
+    def _create(cls, d: Path, path: Path, kind: str, params: dict, created_dir: bool, lock: int) -> "Ledger":
         """A new ledger at ``path`` in the existing directory ``d``."""
         conn = cls._connect(path)
         try:
@@ -234,7 +327,7 @@ class Ledger:
         _fsync_dir(d)
         if created_dir:
             _fsync_dir(d.parent)
-        return cls(conn, path, kind, params)
+        return cls(conn, path, kind, params, lock)
 
     @classmethod
     def _refuse_existing(cls, d: Path, path: Path) -> None:
@@ -256,10 +349,13 @@ class Ledger:
 
     @staticmethod
     def _set_pragmas(conn: sqlite3.Connection) -> None:
-        # Only called once the file is known to be ours (or new): journal_mode=WAL writes to the file,
-        # and a stranger's file named ledger.sqlite must be left untouched.
-        conn.execute("PRAGMA journal_mode=WAL")
-        # FULL: in WAL mode, NORMAL may lose the last commits on power loss; FULL fsyncs each commit.
+        # Only called once the file is known to be ours (or new): journal_mode writes to the file, and
+        # a stranger's file named ledger.sqlite must be left untouched. DELETE, not WAL: every commit
+        # lands in the main file. In WAL mode a killed campaign's rows lived in ledger.sqlite-wal
+        # only, so a deleted WAL lost them all and a truncated one replayed a prefix without a word.
+        # Setting it also folds the WAL of a ledger written by an older StreamBed into the main file.
+        conn.execute("PRAGMA journal_mode=DELETE")
+        # FULL: each commit is on disk (journal and main file synced) before the campaign moves on.
         conn.execute("PRAGMA synchronous=FULL")
 
     @staticmethod
@@ -309,7 +405,7 @@ class Ledger:
         row = self._conn.execute("SELECT data FROM steps WHERE key = ?", (key,)).fetchone()
         if row is not None:
             self.replayed += 1
-            return json.loads(row[0])
+            return _decode(self.path, f"step {key!r}", row[0])
         # fn runs outside any transaction: measurements take minutes and must not hold the lock.
         data = _encode(f"step {key!r}", fn())
         self._conn.execute(
@@ -331,7 +427,7 @@ class Ledger:
             "SELECT key, data FROM steps WHERE substr(key, 1, length(?1)) = ?1 ORDER BY seq",
             (prefix,),
         ).fetchall()
-        return [(key, json.loads(data)) for key, data in rows]
+        return [(key, _decode(self.path, f"step {key!r}", data)) for key, data in rows]
 
     # ------------------------------------------------------------------ events and result
 
@@ -350,7 +446,7 @@ class Ledger:
             sql += " WHERE kind = ?"
             args = (kind,)
         rows = self._conn.execute(sql + " ORDER BY seq", args).fetchall()
-        return [{"seq": s, "time": t, "kind": k, "data": json.loads(x)} for s, t, k, x in rows]
+        return [{"seq": s, "time": t, "kind": k, "data": _decode(self.path, f"event {s}", x)} for s, t, k, x in rows]
 
     def set_result(self, data: dict) -> None:
         """Store the campaign's final result, replacing any previous one."""
@@ -362,15 +458,61 @@ class Ledger:
     def result(self) -> dict | None:
         """The campaign's final result, or None if it has none yet."""
         row = self._conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else _decode(self.path, "the result", row[0])
 
     # ------------------------------------------------------------------ lifetime
 
     def close(self) -> None:
         self._conn.close()
+        if self._lock is not None:
+            os.close(self._lock)  # the lock file stays: an unlocked one is taken over by the next open
+            self._lock = None
 
     def __enter__(self) -> "Ledger":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _readable(conn: sqlite3.Connection, path: Path, sql: str) -> tuple[int, list[str]]:
+    """How many rows of ``sql`` (label, data) can be read and decoded, and the labels of those that cannot;
+    reading stops at the first page SQLite cannot read."""
+    good, bad = 0, []
+    try:
+        for label, data in conn.execute(sql):
+            try:
+                _decode(path, str(label), data)
+                good += 1
+            except UserError:
+                bad.append(str(label))
+    except sqlite3.DatabaseError as exc:
+        bad.append(f"(rows after {good + len(bad)} unreadable: {exc})")
+    return good, bad
+
+
+def verify(campaign_dir: Path | str) -> dict:
+    """What a campaign's ledger holds and whether all of it can be trusted, read without changing it:
+    SQLite's integrity check, then every step, event and result decoded. ``intact`` is False when
+    anything is wrong; the counts say what survives. UserError when there is no ledger of ours."""
+    d = Path(campaign_dir)
+    db = d / Ledger.FILENAME if d.is_dir() else d
+    if not db.is_file():
+        raise UserError(f"{campaign_dir}: no campaign ledger ({Ledger.FILENAME}) there")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        kind, _ = Ledger._read_meta(conn, db)
+        problems = _damage(conn)
+        (steps, events, results), unreadable = _unreadable(conn, db)
+    finally:
+        conn.close()
+    return {"path": str(db), "kind": kind, "intact": not problems and not unreadable, "problems": problems[:10],
+            "steps": steps, "events": events, "result": bool(results), "unreadable": unreadable[:20]}
+
+
+def _unreadable(conn: sqlite3.Connection, path: Path) -> tuple[tuple[int, int, int], list[str]]:
+    """The steps, events and results that read back as JSON objects, and the labels of the rows that do not."""
+    steps, bad_steps = _readable(conn, path, "SELECT 'step ' || quote(key), data FROM steps ORDER BY seq")
+    events, bad_events = _readable(conn, path, "SELECT 'event ' || seq, data FROM events ORDER BY seq")
+    results, bad_result = _readable(conn, path, "SELECT 'the result', data FROM result")
+    return (steps, events, results), bad_steps + bad_events + bad_result

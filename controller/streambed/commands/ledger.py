@@ -1,0 +1,33 @@
+"""``streambed ledger verify``: whether a campaign's ledger is whole, and what survives when it is not
+(ledger.verify does the work; this parses and displays)."""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from ..report.console import Output
+from .args import Parser
+from .common import output_options
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("ledger", help="a campaign's ledger: check it")
+    lsub = sp.add_subparsers(dest="ledger_command", required=True, parser_class=Parser)
+    verify = lsub.add_parser("verify", help="check a campaign's ledger: SQLite's integrity check, then every "
+                                            "step, event and result read back")
+    verify.add_argument("--campaign-dir", required=True, help="the campaign directory (or its ledger.sqlite)")
+    output_options(verify)
+    verify.set_defaults(func=cmd_verify)
+
+
+def cmd_verify(args, out: Output) -> None:
+    from ..ledger import verify
+
+    report = verify(args.campaign_dir)
+    summary = (f"{report['steps']:,} steps, {report['events']:,} events, "
+               f"{'a result' if report['result'] else 'no result'}")
+    if not report["intact"]:
+        first = (report["problems"] or report["unreadable"])[0]
+        raise UserError(f"{report['path']}: damaged ledger ({first}); readable: {summary}. Resume refuses it: start "
+                        f"the campaign again in a new --campaign-dir")
+    out.info(f"{report['path']}: a whole {report['kind']} ledger: {summary}")
+    out.result(report)
