@@ -24,7 +24,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	# Apache Flink 2.3.0 from PyPI: the libraries carry the whole distribution (bin/, lib/, plugins/);
-	# apache-flink itself without its PyFlink dependencies (apache-beam, pyarrow...), see PLATFORM.md.
+	# apache-flink itself without its PyFlink dependencies (apache-beam, pyarrow...): StreamBed uses the
+	# package only to find the distribution and runs Flink's Java side (cluster, job jar), never PyFlink.
 	$(PY) -m pip install --quiet apache-flink-libraries==2.3.0
 	$(PY) -m pip install --quiet --no-deps apache-flink==2.3.0
 	touch $@

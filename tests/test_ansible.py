@@ -74,6 +74,34 @@ def test_inventory_settings_are_plain_yaml():
     assert settings["streambed_queries_dir"] == str(REPO / "flink" / "queries")
 
 
+CLUSTER_BINDS = """
+- hosts: all
+  gather_facts: false
+  vars_files: [{defaults}]
+  tasks:
+    - ansible.builtin.copy:
+        dest: "{{{{ out }}}}/{{{{ inventory_hostname }}}}"
+        content: "{{{{ [flink_jobmanager_bind_host, flink_rest_bind_address, flink_taskmanager_bind_host] | join(' ') }}}}"
+      delegate_to: localhost
+"""
+
+
+def test_the_roles_defaults_bind_each_service_to_its_hosts_address_not_every_interface(tmp_path):
+    """On a cluster inventory (no group_vars of ours), Flink's RPC, REST API (which runs uploaded jars
+    without authentication) and TaskManagers listen on the host's own address, never 0.0.0.0."""
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    jobmanager: {hosts: {jm: {ansible_host: 10.0.0.5}}}\n"
+        "    taskmanagers: {hosts: {tm1: {ansible_host: 10.0.0.7}}}\n")
+    (tmp_path / "play.yml").write_text(CLUSTER_BINDS.format(defaults=ANSIBLE_DIR / "roles/flink/defaults/main.yml"))
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ANSIBLE_NOCOLOR": "1"}
+    run = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                          "-e", f"out={tmp_path} ansible_connection=local ansible_python_interpreter={sys.executable}"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert (tmp_path / "jm").read_text().split() == ["10.0.0.5", "10.0.0.5", "10.0.0.5"]
+    assert (tmp_path / "tm1").read_text().split() == ["10.0.0.5", "10.0.0.5", "10.0.0.7"]
+
+
 def test_missing_inventory_is_one_line_error(tmp_path):
     with pytest.raises(DeploymentError, match="inventory not found"):
         run_playbook(PLAYBOOK, tmp_path / "nope.yml")

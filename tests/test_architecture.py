@@ -28,7 +28,7 @@ LAYERS = {
     "records": ("streambed.records",),
     "reports": ("streambed.report",),
     "metrics": ("streambed.metrics",),
-    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper"),
+    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper", "streambed.files"),
     "ledger": ("streambed.ledger",),
 }
 

@@ -8,6 +8,7 @@ end to end, including a real SIGKILL in the middle of a campaign and its ``--res
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -97,11 +98,11 @@ BAD_INPUT = [
     ("unknown-profile", ["sim", "truth", "--profile", "nope", "--slots", "4", "--memory", "4096"],
      ["--profile", "'nope'"]),
     ("slots-not-a-number", ["sim", "truth", "--profile", "q1", "--slots", "x", "--memory", "4096"],
-     ["--slots", "'x'", "positive integer"]),
+     ["--slots", "'x'", "number of slots from 1 to 100,000"]),
     ("slots-zero", ["sim", "truth", "--profile", "q1", "--slots", "0", "--memory", "4096"],
-     ["--slots", "'0'", "positive integer"]),
+     ["--slots", "'0'", "number of slots from 1 to 100,000"]),
     ("memory-negative", ["sim", "truth", "--profile", "q1", "--slots", "4", "--memory", "-5"],
-     ["--memory", "'-5'", "positive integer"]),
+     ["--memory", "'-5'", "MB per slot"]),
     ("rate-not-a-number", ["sim", "min-slots", "--profile", "q1", "--rate", "abc", "--memory", "4096"],
      ["--rate", "'abc'", "positive number"]),
     ("rate-negative", ["sim", "min-slots", "--profile", "q1", "--rate", "-1", "--memory", "4096"],
@@ -153,9 +154,22 @@ BAD_INPUT = [
     ("no-command", [], ["required", "command"]),
     # --seed: numpy takes no negative seed; refused while parsing, before any campaign exists
     ("seed-negative-sim-run", ["sim", "run", "--profile", "q1", "--rate", "1e6", "--slots", "2", "--seed", "-1"],
-     ["--seed", "'-1'", "non-negative integer"]),
+     ["--seed", "'-1'", "seed from 0 to 4294967295"]),
     ("seed-negative-measure", ["measure", "--query", "q1", "--rates", "1e6", "--seed", "-1"],
-     ["--seed", "'-1'", "non-negative integer"]),
+     ["--seed", "'-1'", "seed from 0"]),
+    # bounds that stop a typo before a campaign starts (each once a traceback, a hang or 10 GB)
+    ("seed-above-2-32", ["plan", "--query", "q1", "--rate", "1e7", "--seed", "4294967296"], ["--seed", "4294967296"]),
+    ("safety-below-1", ["plan", "--query", "q1", "--rate", "1e7", "--safety", "1e-300"], ["--safety", "from 1 to 10"]),
+    ("warmup-beyond-a-week", ["measure", "--query", "q1", "--rates", "1e6", "--warmup", "1e12"],
+     ["--warmup", "a week", "'1e12'"]),
+    ("sim-run-slots-beyond-bound", ["sim", "run", "--profile", "q1", "--rate", "1e6", "--slots", "100000000"],
+     ["--slots", "100,000"]),
+    ("plan-max-slots-1e20", ["plan", "--query", "q1", "--rate", "1e7", "--max-slots", "1e20"], ["--max-slots", "'1e20'"]),
+    ("memory-5000-digits", ["estimate", "--query", "q1", "--memory", "9" * 5000], ["--memory", "MB per slot"]),
+    ("fit-measurements-fifo", ["fit", "--measurements", "a-fifo", "--rate", "1e6"],
+     ["--measurements", "a-fifo", "not a regular file"]),
+    ("validate-plan-nested-too-deeply", ["validate", "--query", "q1", "--plan", "deep.json"],
+     ["--plan", "deep.json", "nested too deeply"]),
     ("seed-negative-estimate", ["estimate", "--query", "q1", "--seed", "-1"], ["--seed", "'-1'"]),
     ("seed-not-an-integer", ["plan", "--query", "q1", "--seed", "1.5"], ["--seed", "'1.5'"]),
     # --campaign-dir that cannot hold a ledger
@@ -184,7 +198,7 @@ BAD_INPUT = [
     ("validate-duration-below-a-sample", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate",
                                           "1e6", "--duration", "2"], ["--duration", "sample period", "got 2"]),
     ("validate-ramp-negative", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate", "1e6",
-                                "--ramp", "-1"], ["--ramp", "'-1'", "non-negative"]),
+                                "--ramp", "-1"], ["--ramp", "'-1'", "seconds from 0"]),
     # the explorer needs at least two slot counts: more slots than operators
     ("explore-max-slots-equal-to-operators", ["explore", "--query", "q1", "--max-slots", "2"],
      ["--max-slots", "2 operators", "two slot counts", "got 2"]),
@@ -218,6 +232,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path, argv, fragments):
         else:
             (tmp_path / name).write_text(content)
     (tmp_path / "a-dir").mkdir()
+    os.mkfifo(tmp_path / "a-fifo")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     if argv and argv[0] == "measure":
         argv = [*argv, "--campaign-dir", "camp"]
     # Narrow terminal: the error line must not be wrapped into several.
@@ -569,6 +585,51 @@ def test_plan_killed_mid_campaign_resumes_losing_at_most_the_window_in_flight(tm
     assert d["ledger"]["replayed"] == recorded
     assert d["ledger"]["replayed"] + d["ledger"]["executed"] == total
     assert d["plan"]["entries"][0]["slots"]
+
+
+RESUMED = ["plan", "--query", "q8", "--rate", "1e7", "--profiles", "2048,4096", "--timing", "quick",
+           "--max-measurements", "8", "--json"]
+
+
+def _without_paths(result: dict) -> dict:
+    """A plan command's result without what names its own directory and counts its own process's work."""
+    return {k: v for k, v in result.items() if k not in ("ledger", "files")}
+
+
+def test_a_campaign_killed_anywhere_resumes_to_the_uninterrupted_plan(tmp_path):
+    """SIGKILL after 3, 17 and 40 recorded steps (of 48), one campaign each, and once more in the middle
+    of a resume: every resumed result equals the uninterrupted one, field by field. The sim's draws
+    follow the campaign seed and each run's ordinal; a resume re-runs the recorded steps on the sim."""
+    whole = _without_paths(json_result(streambed(*RESUMED, "--campaign-dir", "u", cwd=tmp_path)))
+    assert [e["slots"] for e in whole["plan"]["entries"]] != [None, None]  # a plan, not only "unreachable"
+
+    def kill_after(name: str, steps: int, *extra: str) -> int:
+        proc = subprocess.Popen([*COMMAND, *RESUMED, "--campaign-dir", name, *extra], cwd=tmp_path, env=_env(200),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done, deadline = 0, time.monotonic() + 60
+        try:
+            while done < steps:
+                assert proc.poll() is None, f"the campaign ended after {done} steps, before the kill"
+                assert time.monotonic() < deadline
+                try:
+                    done = ledger_rows(tmp_path / name, "SELECT COUNT(*) FROM steps")[0][0]
+                except sqlite3.Error:  # not created yet
+                    pass
+                time.sleep(0.005)
+        finally:
+            proc.kill()
+            proc.wait()
+        return ledger_rows(tmp_path / name, "SELECT COUNT(*) FROM steps")[0][0]
+
+    for steps in (3, 17, 40):
+        recorded = kill_after(f"k{steps}", steps)
+        resumed = json_result(streambed(*RESUMED, "--campaign-dir", f"k{steps}", "--resume", cwd=tmp_path))
+        assert resumed["ledger"]["replayed"] == recorded
+        assert _without_paths(resumed) == whole, f"killed after {recorded} steps"
+    kill_after("twice", 10)
+    kill_after("twice", 30, "--resume")
+    assert _without_paths(json_result(streambed(*RESUMED, "--campaign-dir", "twice", "--resume",
+                                                cwd=tmp_path))) == whole
 
 
 @pytest.mark.parametrize("argv, keys", [

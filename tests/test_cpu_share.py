@@ -2,7 +2,7 @@
 
 What it writes is checked on fake cgroup trees of both layouts (v1: a cpu controller directory with
 cpu.cfs_quota_us; v2: one root with cgroup.controllers); that the quota binds is checked on this
-machine's own cgroup file system where it can be written (as root, PLATFORM.md), else skipped."""
+machine's own cgroup file system where it can be written (as root), else skipped."""
 
 from __future__ import annotations
 

@@ -60,6 +60,16 @@ def test_steps_run_once_and_replay_after_reopen(tmp_path):
     assert calls == [0, 1, 2, 3]
 
 
+def test_a_rerun_step_runs_again_and_returns_what_was_recorded(tmp_path):
+    calls = []
+    with new(tmp_path / "camp") as led:
+        led.step("m0", lambda: calls.append("first") or {"value": 1})
+        assert led.step("m0", lambda: calls.append("again") or {"value": 2}, rerun=True) == {"value": 1}
+        assert led.step("m0", must_not_run) == {"value": 1}
+        assert led.executed == 1 and led.replayed == 2
+    assert calls == ["first", "again"]
+
+
 def test_failing_step_stores_nothing_and_runs_again(tmp_path):
     d = tmp_path / "camp"
 

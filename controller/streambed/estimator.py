@@ -248,6 +248,9 @@ class CapacityEstimator:
         self.timing = timing
         self.log = log or (lambda message: None)
         info = testbed.info()
+        self.rerun = info.reproducible
+        """Recorded windows are measured again, their results discarded: a resumed campaign's testbed
+        then reaches every new window in the uninterrupted campaign's state (TestbedInfo.reproducible)."""
         self.cooldown_rate = timing.cooldown_rate_per_source * info.source_parallelism
         self.warmup_rate = info.max_source_rate
         self.calls = 0
@@ -305,7 +308,7 @@ class CapacityEstimator:
         """A ledger step whose testbed failures are discarded and retried after a new warm-up."""
         for attempt in range(self.timing.max_retries + 1):
             try:
-                return self.ledger.step(key, fn)
+                return self.ledger.step(key, fn, rerun=self.rerun)
             except TestbedUnreachable:
                 # Not a failed window: an engine that does not answer will not answer the retry
                 # either, and each retry would wait out the timeout again. Say so at once.

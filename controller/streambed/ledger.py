@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import UserError
+from .files import fsync_dir as _fsync_dir
 
 _APP = "streambed-ledger"
 _SCHEMA_VERSION = 1
@@ -76,21 +77,6 @@ def _encode(what: str, data: Any) -> str:
         return json.dumps(data)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what}: result is not JSON-serializable: {exc}") from exc
-
-
-def _fsync_dir(d: Path) -> None:
-    # A newly created file is only durable once its directory entry is; SQLite syncs the database
-    # file itself but not (portably) the directory that now holds it.
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; nothing more we can do
-    finally:
-        os.close(fd)
 
 
 LOCKNAME = "ledger.lock"
@@ -398,13 +384,17 @@ class Ledger:
 
     # ------------------------------------------------------------------ steps
 
-    def step(self, key: str, fn: Callable[[], dict]) -> dict:
-        """Return the stored result of step ``key``, or run ``fn``, commit its result and return it."""
+    def step(self, key: str, fn: Callable[[], dict], *, rerun: bool = False) -> dict:
+        """Return the stored result of step ``key``, or run ``fn``, commit its result and return it.
+        ``rerun``: run ``fn`` for a stored step too, for its effect on a reproducible testbed, and still
+        return the stored result (TestbedInfo.reproducible)."""
         if not isinstance(key, str):
             raise TypeError(f"step key must be a str, got {type(key).__name__}")
         row = self._conn.execute("SELECT data FROM steps WHERE key = ?", (key,)).fetchone()
         if row is not None:
             self.replayed += 1
+            if rerun:
+                fn()
             return _decode(self.path, f"step {key!r}", row[0])
         # fn runs outside any transaction: measurements take minutes and must not hold the lock.
         data = _encode(f"step {key!r}", fn())

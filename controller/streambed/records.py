@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from . import checks, ledger
 from .errors import UserError
+from .files import read_input, read_input_text, replacing, write_text
 from .ledger import CampaignRecord
 from .model import MAX_PLAN_SLOTS, Observation, OperatorRates, Plan, SingleTaskMetrics, check_slots
 
@@ -124,11 +125,9 @@ def _load(path: Path | str) -> tuple[str, Any]:
     if p.is_dir():
         return "ledger", read_campaign(p)
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise RecordError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = read_input(p)
+    except UserError as exc:
+        raise RecordError(str(exc)) from None
     if raw.startswith(_SQLITE_MAGIC):
         return "ledger", read_campaign(p)
     if not raw.strip():
@@ -142,6 +141,8 @@ def _load(path: Path | str) -> tuple[str, Any]:
             return "json", json.loads(text)
         except json.JSONDecodeError as exc:
             raise RecordError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        except RecursionError:
+            raise RecordError(f"{path}: JSON nested too deeply to be a record (docs/records.md)") from None
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
@@ -494,7 +495,7 @@ def write_measurements_csv(path: Path | str, points: Sequence[Mapping], query: s
                            slots_per_taskmanager: int = PAPER_SLOTS_PER_TASKMANAGER) -> None:
     """Measurements in the paper's runs/*.csv columns (MEASUREMENT_COLUMNS), readable by
     :func:`read_measurements` and by the paper's own tools. memory_mb is TaskManager MB, as there."""
-    with open(path, "w", newline="") as fh:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=MEASUREMENT_COLUMNS)
         w.writeheader()
         for i, p in enumerate(points):
@@ -513,14 +514,14 @@ def write_measurements_csv(path: Path | str, points: Sequence[Mapping], query: s
 def write_single_task_json(path: Path | str, metrics: Sequence[SingleTaskMetrics]) -> None:
     """single-task-metrics.json: memory per slot -> ``SingleTaskMetrics.to_dict()``, as a plan campaign
     writes it."""
-    Path(path).write_text(json.dumps({str(m.memory_mb): m.to_dict() for m in metrics}, indent=2) + "\n")
+    write_text(path, json.dumps({str(m.memory_mb): m.to_dict() for m in metrics}, indent=2) + "\n")
 
 
 def write_operator_rates_csv(path: Path | str, metrics: Sequence[SingleTaskMetrics], source: str,
                              slots_per_taskmanager: int = PAPER_SLOTS_PER_TASKMANAGER) -> None:
     """Single-task metrics in the paper's operator_rates_from_details.csv columns (OPERATOR_RATE_COLUMNS):
     one line per operator of each single-task run, every parallelism 1."""
-    with open(path, "w", newline="") as fh:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=OPERATOR_RATE_COLUMNS)
         w.writeheader()
         for i, m in enumerate(metrics):
@@ -539,19 +540,13 @@ def read_plan(path: Path | str, option: str = "--plan") -> Plan:
     """The plan.json a plan campaign writes, validated (Plan.from_dict): every failure is one line
     naming ``option`` and the file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{option}: file not found: {path}") from None
-    except IsADirectoryError:
-        raise UserError(f"{option}: {path} is a directory, not a plan file (expected the plan.json streambed plan "
-                        f"writes)") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{option}: {path} is not UTF-8 text ({e.reason} at byte {e.start}); expected the plan.json "
-                        f"streambed plan writes") from None
-    except OSError as e:
-        raise UserError(f"{option}: cannot read {path} ({e.strerror or e})") from None
+        text = read_input_text(path)
+    except UserError as e:
+        raise UserError(f"{option}: {e}; expected the plan.json streambed plan writes") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"{option}: {path} is not JSON ({e.msg}, line {e.lineno})") from None
+    except RecursionError:
+        raise UserError(f"{option}: {path}: JSON nested too deeply to be a plan") from None
     return Plan.from_dict(data, origin=f"{option}: {path}")

@@ -145,7 +145,7 @@ def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, confi
                 testbed.stop(run)
             return judge_run(windows, mult, settings).to_dict()
 
-        verdict = RunVerdict.from_dict(ledger.step(step, one_run))
+        verdict = RunVerdict.from_dict(ledger.step(step, one_run, rerun=testbed.info().reproducible))
         runs.append(verdict)
         if on_run:
             on_run(verdict, replayed)

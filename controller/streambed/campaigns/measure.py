@@ -40,7 +40,7 @@ def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, 
                 testbed.wait(run, timing.ramp_s)
                 return testbed.observe(run, timing.observe_s).to_dict()
 
-            m = Measurement.from_dict(ledger.step(key, window))
+            m = Measurement.from_dict(ledger.step(key, window, rerun=testbed.info().reproducible))
             results.append(m)
             if on_window:
                 on_window(i, m, replayed)

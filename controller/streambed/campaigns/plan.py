@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 from ..estimator import Timing
 from ..explorer import Exploration, ExplorationPoint, ExplorerSettings
+from ..files import write_text
 from ..ledger import Ledger
 from ..model import Plan, SingleTaskMetrics, Surrogate
 from ..policies import DEFAULT_POLICY
@@ -65,10 +66,9 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
     files = {"plan": str(out_dir / "plan.json"), "exploration": str(out_dir / "exploration.json"),
              "single_task_metrics": str(out_dir / "single-task-metrics.json"),
              "model_plot": str(out_dir / "model.png"), "trace_plot": str(out_dir / "estimator-trace.png")}
-    Path(files["plan"]).write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
-    Path(files["exploration"]).write_text(json.dumps(exploration.to_dict(), indent=2) + "\n")
-    Path(files["single_task_metrics"]).write_text(
-        json.dumps({str(m): v.to_dict() for m, v in single.items()}, indent=2) + "\n")
+    write_text(files["plan"], json.dumps(plan.to_dict(), indent=2) + "\n")
+    write_text(files["exploration"], json.dumps(exploration.to_dict(), indent=2) + "\n")
+    write_text(files["single_task_metrics"], json.dumps({str(m): v.to_dict() for m, v in single.items()}, indent=2) + "\n")
     plots.plot_model(Path(files["model_plot"]), [p.to_dict() for p in exploration.points],
                      Surrogate.from_dict(plan.model), plan.to_dict(), testbed.info().max_slots)
     largest = max(exploration.points, key=lambda p: (p.slots, p.memory_mb))

@@ -7,8 +7,23 @@ import re
 
 from .. import checks
 from ..errors import UserError
+from ..model import MAX_PLAN_SLOTS
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9}
+
+# Bounds of what a command takes: each far beyond any real use, so that a typo is refused before a
+# campaign starts instead of allocating for ever, waiting for ever or failing after hours.
+MAX_SEED = 2**32 - 1
+"""numpy's legacy generators and scikit-optimize take seeds below 2^32."""
+MAX_SECONDS = 7 * 24 * 3600.0
+"""A week: no warm-up, window or validation run of a capacity campaign lasts longer."""
+MAX_MEMORY_MB = 1 << 20
+"""1 TB per slot."""
+MAX_RATE = 1e12
+"""Events/s: a thousand times the largest deployments the paper cites."""
+MAX_COUNT = 10_000
+"""Measurements or windows one command asks for."""
+MAX_SAFETY = 10.0
 
 
 def positive_number(text: str) -> float:
@@ -19,30 +34,66 @@ def positive_number(text: str) -> float:
             raise checks.Invalid(text)
         return checks.number(float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1.0), minimum=0.0, strict=True)
     except checks.Invalid:
-        raise argparse.ArgumentTypeError(f"expected a positive number such as 2.5e6 or 2.5M, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive number such as 2.5e6 or 2.5M, got {text!r:.60}") from None
 
 
-def _integer(text: str, minimum: int, expected: str) -> int:
+def rate(text: str) -> float:
+    """A rate in events/s, up to MAX_RATE."""
+    value = positive_number(text)
+    if value > MAX_RATE:
+        raise argparse.ArgumentTypeError(f"expected a rate of at most {MAX_RATE:g} events/s, got {text!r:.60}")
+    return value
+
+
+def safety(text: str) -> float:
+    """An over-provisioning factor: 1 (none) to MAX_SAFETY; below 1 would plan less than the target."""
     try:
-        return checks.integer(text, minimum=minimum, text=True, whole_floats=False)
+        value = checks.number(text, minimum=1.0, text=True)
     except checks.Invalid:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        value = 0.0
+    if not 1.0 <= value <= MAX_SAFETY:
+        raise argparse.ArgumentTypeError(f"expected a factor from 1 to {MAX_SAFETY:g} such as 1.1, got {text!r:.60}")
+    return value
 
 
-def positive_int(text: str) -> int:
-    return _integer(text, 1, "a positive integer")
+def _integer(text: str, minimum: int, maximum: int, expected: str) -> int:
+    try:
+        if len(text) > 30:  # before int(): no number of this kind has more digits
+            raise checks.Invalid(text)
+        value = checks.integer(text, minimum=minimum, text=True, whole_floats=False)
+    except checks.Invalid:
+        value = None
+    if value is None or value > maximum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r:.60}")
+    return value
 
 
-def non_negative_int(text: str) -> int:
-    """A seed: 0, 1, 2, ... (numpy's generators take no negative seed)."""
-    return _integer(text, 0, "a non-negative integer such as 0 or 42")
+def slots(text: str) -> int:
+    """A number of task slots, up to the largest budget the planner solves for."""
+    return _integer(text, 1, MAX_PLAN_SLOTS, f"a number of slots from 1 to {MAX_PLAN_SLOTS:,}")
+
+
+def memory_mb(text: str) -> int:
+    return _integer(text, 1, MAX_MEMORY_MB, f"whole MB per slot from 1 to {MAX_MEMORY_MB:,}")
+
+
+def count(text: str) -> int:
+    return _integer(text, 1, MAX_COUNT, f"a count from 1 to {MAX_COUNT:,}")
+
+
+def seed(text: str) -> int:
+    """A seed: 0 to 2^32 - 1."""
+    return _integer(text, 0, MAX_SEED, f"a seed from 0 to {MAX_SEED} such as 0 or 42")
 
 
 def non_negative_seconds(text: str) -> float:
     try:
-        return checks.number(text, minimum=0.0, text=True)
+        value = checks.number(text, minimum=0.0, text=True)
     except checks.Invalid:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}") from None
+        value = -1.0
+    if not 0.0 <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to {MAX_SECONDS:,.0f} (a week), got {text!r:.60}")
+    return value
 
 
 def non_negative_number(text: str) -> float:
@@ -67,7 +118,9 @@ def number_list(text: str) -> tuple[float, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise argparse.ArgumentTypeError("expected comma-separated numbers such as 1e6,2e6")
-    return tuple(positive_number(p) for p in parts)
+    if len(parts) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_COUNT:,} numbers, got {len(parts):,}")
+    return tuple(rate(p) for p in parts)
 
 
 def name_list(text: str) -> list[str]:
@@ -86,10 +139,10 @@ def memory_list(text: str) -> tuple[int, ...]:
     values = []
     for p in parts:
         try:
-            values.append(checks.integer(p, minimum=1, text=True))
-        except checks.Invalid:
-            raise argparse.ArgumentTypeError(f"expected positive whole MB per slot such as 2048,4096, "
-                                             f"got {p.strip()!r}") from None
+            values.append(memory_mb(p.strip()))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"expected whole MB per slot from 1 to {MAX_MEMORY_MB:,} such as "
+                                             f"2048,4096, got {p.strip()!r:.60}") from None
     return tuple(values)
 
 
@@ -108,9 +161,10 @@ def operator_pairs(text: str) -> dict[str, int]:
         if op in mapping:
             raise argparse.ArgumentTypeError(f"operator {op} is given twice")
         try:
-            mapping[op] = checks.integer(p, minimum=1, text=True, whole_floats=False)
-        except checks.Invalid:
-            raise argparse.ArgumentTypeError(f"parallelism of {op} must be a positive integer, got {p!r}") from None
+            mapping[op] = _integer(p.strip(), 1, MAX_PLAN_SLOTS, "")
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"parallelism of {op:.60} must be an integer from 1 to {MAX_PLAN_SLOTS:,}, "
+                                             f"got {p!r:.60}") from None
     return mapping
 
 

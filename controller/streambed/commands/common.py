@@ -11,7 +11,7 @@ from ..campaigns.settings import CampaignSettings, TestbedSpec
 from ..estimator import DEFAULT_TIMING, TIMINGS
 from ..policies import DEFAULT_POLICY, POLICIES
 from ..report.console import Output
-from .args import non_negative_int, non_negative_number, positive_int, positive_number
+from .args import non_negative_number, positive_number, seed, slots
 
 
 def output_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -27,10 +27,10 @@ def campaign_options(sp: argparse.ArgumentParser, kind: str, *, testbed_size: bo
                                                                "Flink cluster)")
     sp.add_argument("--profile", help="sim only: profile name or YAML path (default: the query's)")
     if testbed_size:
-        sp.add_argument("--max-slots", type=positive_int, help="sim only: slots of the testbed (default 48)")
+        sp.add_argument("--max-slots", type=slots, help="sim only: slots of the testbed (default 48)")
     sp.add_argument("--inventory", type=Path, help="flink only: the testbed's Ansible inventory (default: "
                                                    "$STREAMBED_INVENTORY, else inventories/local)")
-    sp.add_argument("--seed", type=non_negative_int, default=CampaignSettings.seed,
+    sp.add_argument("--seed", type=seed, default=CampaignSettings.seed,
                     help="every random draw of the campaign derives from it")
     sp.add_argument("--campaign-dir", type=Path, help=f"where the ledger and results live (default: "
                                                       f"campaigns/{kind}-<query>)")

@@ -6,14 +6,14 @@ from __future__ import annotations
 from ..campaigns.settings import DEFAULT_MEMORY_MB, EstimateSettings, OptimizeSettings
 from ..errors import UserError
 from ..report.console import Output
-from .args import operator_pairs, positive_int
+from .args import memory_mb, operator_pairs, slots
 from .common import campaign_options, campaign_settings, logs, output_options, planner_options, run
 
 
 def register(sub) -> None:
     sp = sub.add_parser("estimate", help="Capacity Estimator alone: the MST of one configuration")
     sp.add_argument("--query", required=True)
-    sp.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB per slot")
+    sp.add_argument("--memory", type=memory_mb, default=DEFAULT_MEMORY_MB, help="MB per slot")
     sp.add_argument("--config", type=operator_pairs, help="operator=parallelism pairs (default: every operator at 1)")
     campaign_options(sp, "estimate")
     planner_options(sp, policy=False)
@@ -23,9 +23,9 @@ def register(sub) -> None:
     sp = sub.add_parser("optimize", help="Configuration Optimizer alone: BIDS2 for a budget, then its MST "
                                          "(with --from-metrics: BIDS2 from a file, no testbed)")
     sp.add_argument("--query", help="required on a testbed; with --from-metrics, keeps that query's metrics only")
-    sp.add_argument("--slots", type=positive_int,
+    sp.add_argument("--slots", type=slots,
                     help="required, except with --from-metrics on a file that gives each solve's budget")
-    sp.add_argument("--memory", type=positive_int, help=f"MB per slot (default {DEFAULT_MEMORY_MB}; with "
+    sp.add_argument("--memory", type=memory_mb, help=f"MB per slot (default {DEFAULT_MEMORY_MB}; with "
                                                         f"--from-metrics: keeps that profile's metrics only)")
     sp.add_argument("--from-metrics", metavar="FILE",
                     help="single-task metrics recorded in FILE (docs/records.md): BIDS2 alone, no testbed")

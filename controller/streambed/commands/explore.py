@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..campaigns.settings import ExploreSettings, PlanSettings
 from ..report.console import Output
-from .args import memory_list, positive_int, positive_number, risk
+from .args import count, memory_list, rate, risk, safety
 from .common import campaign_options, campaign_settings, guard_options, logs, output_options, planner_options, run
 
 
@@ -13,7 +13,7 @@ def _explorer_options(sp) -> None:
     sp.add_argument("--memory", "--profiles", dest="memory", type=memory_list,
                     help="memory per slot to explore, MB, e.g. 2048,4096 (default: all the testbed offers; "
                          "--profiles is the former name)")
-    sp.add_argument("--max-measurements", type=positive_int, default=ExploreSettings.max_measurements,
+    sp.add_argument("--max-measurements", type=count, default=ExploreSettings.max_measurements,
                     help="the explorer stops at this many optimizer calls")
 
 
@@ -27,9 +27,9 @@ def register(sub) -> None:
 
     sp = sub.add_parser("plan", help="plan the budget and configuration for a target rate")
     _explorer_options(sp)
-    sp.add_argument("--rate", type=positive_number,
+    sp.add_argument("--rate", type=rate,
                     help="target events/s, e.g. 2.5e6 (default: 10x the MST measured on the testbed's largest budget)")
-    sp.add_argument("--safety", type=positive_number, default=PlanSettings.safety,
+    sp.add_argument("--safety", type=safety, default=PlanSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
     sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
                     help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")

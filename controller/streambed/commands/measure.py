@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from ..campaigns.settings import DEFAULT_MEMORY_MB, MeasureSettings, WindowTiming
 from ..report.console import Output
-from .args import non_negative_seconds, number_list, operator_pairs, positive_int
+from .args import memory_mb, non_negative_seconds, number_list, operator_pairs
 from .common import campaign_options, campaign_settings, logs, output_options, run
 
 
 def register(sub) -> None:
     sp = sub.add_parser("measure", help="measure a configuration at a list of rates (resumable campaign)")
     sp.add_argument("--query", required=True)
-    sp.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB per slot")
+    sp.add_argument("--memory", type=memory_mb, default=DEFAULT_MEMORY_MB, help="MB per slot")
     sp.add_argument("--config", type=operator_pairs, help="operator=parallelism pairs (default: every operator at 1)")
     sp.add_argument("--rates", required=True, type=number_list, help="events/s, e.g. 5e5,1e6,2e6")
     sp.add_argument("--warmup", type=non_negative_seconds, default=WindowTiming.warmup_s, help="seconds")

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..campaigns.replan import MEMORY_FEATURES, TRAINING
 from ..campaigns.settings import ExportSettings, FitSettings, MetricsSettings
 from ..errors import UserError
 from ..report.console import Output
-from .args import memory_list, positive_number
+from .args import memory_list, rate, safety
 from .common import guard_options, output_options
 
 def register(sub) -> None:
@@ -15,12 +17,12 @@ def register(sub) -> None:
                                     "(no testbed)")
     sp.add_argument("--measurements", required=True, metavar="FILE",
                     help="a campaign's ledger or exploration.json, or the paper's runs/search_*.csv (docs/records.md)")
-    sp.add_argument("--rate", required=True, type=positive_number, help="target events/s, e.g. 2.5e6")
+    sp.add_argument("--rate", required=True, type=rate, help="target events/s, e.g. 2.5e6")
     sp.add_argument("--memory", "--profiles", dest="memory", type=memory_list,
                     help="memory per slot to plan, MB (default: the measured ones; --profiles is the former name)")
     sp.add_argument("--family", choices=("auto", "linear", "log", "sqrt"), default=FitSettings.family,
                     help="surrogate family; auto: the explorer's own selection rule")
-    sp.add_argument("--safety", type=positive_number, default=FitSettings.safety,
+    sp.add_argument("--safety", type=safety, default=FitSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
     guard_options(sp, FitSettings)
     sp.add_argument("--training", choices=TRAINING, default=FitSettings.training,
@@ -112,8 +114,12 @@ def cmd_export(args, out: Output) -> None:
     files, memories = data["files"], data["single_task_metrics"]
     if not memories:
         out.info(f"the {data['kind']} campaign's result keeps no single-task metrics: none exported")
-    out.table(f"Exported the {data['kind']} campaign of {data['query']} ({data['ledger']})", ("file", "content"),
-              [(files["measurements"], f"{data['measurements']} measurements (the paper's runs/*.csv columns)")]
-              + [(files[k], f"single-task metrics of {', '.join(str(m) for m in memories)} MB")
+    # File names in the rows and their directory in the title: a narrow terminal cuts long cells, and
+    # cut full paths made different files look the same.
+    where = Path(files["measurements"]).parent
+    out.table(f"Exported the {data['kind']} campaign of {data['query']} ({data['ledger']}) to {where}/",
+              ("file", "content"),
+              [(Path(files["measurements"]).name, f"{data['measurements']} measurements (the paper's runs/*.csv columns)")]
+              + [(Path(files[k]).name, f"single-task metrics of {', '.join(str(m) for m in memories)} MB")
                  for k in ("single_task_metrics", "operator_rates") if k in files])
     out.result(data)

@@ -9,7 +9,7 @@ from ..errors import UserError
 from ..model import Budget
 from ..report.console import Output
 from ..testbed.sim.truth import TruthSettings
-from .args import Parser, name_list, non_negative_int, non_negative_seconds, operator_pairs, positive_int, positive_number
+from .args import Parser, memory_mb, name_list, non_negative_seconds, operator_pairs, rate, seed, slots
 from .common import output_options
 
 CALIBRATED = ["q1", "q2", "q5", "q8", "q11"]
@@ -32,18 +32,18 @@ def register(sub) -> None:
     sp = simsub.add_parser("truth", help="true MST of the best configuration of a budget, or of a given one")
     sp.add_argument("--profile", required=True, help="shipped profile name (q1, q5, ...) or YAML path")
     g = sp.add_mutually_exclusive_group(required=True)
-    g.add_argument("--slots", type=positive_int, help="the best configuration of this many slots")
+    g.add_argument("--slots", type=slots, help="the best configuration of this many slots")
     g.add_argument("--config", type=operator_pairs, help="this configuration: operator=parallelism pairs")
     g.add_argument("--plan", type=Path, help="the configuration a plan.json gives for --memory (and its rate)")
-    sp.add_argument("--memory", required=True, type=positive_int, help="MB per slot")
+    sp.add_argument("--memory", required=True, type=memory_mb, help="MB per slot")
     output_options(sp)
     sp.set_defaults(func=cmd_sim_truth)
 
     sp = simsub.add_parser("min-slots", help="smallest slot count that sustains a rate")
     sp.add_argument("--profile", required=True)
-    sp.add_argument("--rate", required=True, type=positive_number, help="events/s, e.g. 2.5e6")
-    sp.add_argument("--memory", required=True, type=positive_int, help="MB per slot")
-    sp.add_argument("--max-slots", type=positive_int, default=TruthSettings.max_slots, help="search bound")
+    sp.add_argument("--rate", required=True, type=rate, help="events/s, e.g. 2.5e6")
+    sp.add_argument("--memory", required=True, type=memory_mb, help="MB per slot")
+    sp.add_argument("--max-slots", type=slots, default=TruthSettings.max_slots, help="search bound")
     output_options(sp)
     sp.set_defaults(func=cmd_sim_min_slots)
 
@@ -54,14 +54,14 @@ def register(sub) -> None:
 
     sp = simsub.add_parser("run", help="run one configuration at one rate and show its series")
     sp.add_argument("--profile", required=True)
-    sp.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB per slot")
-    sp.add_argument("--rate", required=True, type=positive_number)
+    sp.add_argument("--memory", type=memory_mb, default=DEFAULT_MEMORY_MB, help="MB per slot")
+    sp.add_argument("--rate", required=True, type=rate)
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--config", type=operator_pairs,
                    help="operator=parallelism pairs; default: the sim's best configuration of --slots")
-    g.add_argument("--slots", type=positive_int)
+    g.add_argument("--slots", type=slots)
     sp.add_argument("--duration", type=non_negative_seconds, default=300.0, help="seconds")
-    sp.add_argument("--seed", type=non_negative_int, default=0)
+    sp.add_argument("--seed", type=seed, default=0)
     output_options(sp)
     sp.set_defaults(func=cmd_sim_run)
 

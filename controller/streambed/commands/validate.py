@@ -7,7 +7,7 @@ from pathlib import Path
 from ..campaigns.settings import DEFAULT_MEMORY_MB, ValidateSettings
 from ..report.console import Output
 from ..validation import ValidationSettings
-from .args import non_negative_seconds, number_list, operator_pairs, positive_int, positive_number
+from .args import memory_mb, non_negative_seconds, number_list, operator_pairs, rate, slots
 from .common import campaign_options, campaign_settings, logs, output_options, run
 
 
@@ -16,14 +16,14 @@ def register(sub) -> None:
     sp.add_argument("--query", required=True)
     sp.add_argument("--plan", type=Path, help="plan.json written by streambed plan")
     sp.add_argument("--config", type=operator_pairs, help="operator=parallelism pairs (instead of --plan)")
-    sp.add_argument("--memory", type=positive_int, default=DEFAULT_MEMORY_MB, help="MB per slot")
-    sp.add_argument("--rate", type=positive_number, help="events/s (default: the plan's)")
+    sp.add_argument("--memory", type=memory_mb, default=DEFAULT_MEMORY_MB, help="MB per slot")
+    sp.add_argument("--rate", type=rate, help="events/s (default: the plan's)")
     sp.add_argument("--multipliers", type=number_list, default=ValidationSettings.multipliers,
                     help="multiples of the rate to run, e.g. 1,1.2,1.5")
     sp.add_argument("--ramp", type=non_negative_seconds, default=ValidationSettings.ramp_s, help="seconds")
     sp.add_argument("--duration", type=non_negative_seconds, default=ValidationSettings.duration_s, help="seconds")
     sp.add_argument("--window", type=non_negative_seconds, default=ValidationSettings.window_s, help="seconds")
-    sp.add_argument("--production-slots", type=positive_int, default=ValidateSettings.production_slots,
+    sp.add_argument("--production-slots", type=slots, default=ValidateSettings.production_slots,
                     help="sim only: slots of the production cluster")
     campaign_options(sp, "validate")
     output_options(sp)

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import yaml
 
 from ..errors import UserError
+from ..files import read_input_text
 from .ansible import inventory_settings
 
 TESTBED_FILE = "testbed.yml"
@@ -92,9 +93,11 @@ class Provider(Protocol):
 
 def _read_mapping(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise UserError(f"testbed: {path} not found") from None
+        data = yaml.safe_load(read_input_text(path)) or {}
+    except UserError as e:
+        raise UserError(f"testbed: {e}") from None
+    except RecursionError:
+        raise UserError(f"testbed: {path}: YAML nested too deeply") from None
     except yaml.YAMLError as e:
         raise UserError(f"testbed: {path} is not valid YAML ({getattr(e, 'problem', e)})") from None
     if not isinstance(data, dict):

@@ -22,6 +22,10 @@ class TestbedInfo:
     max_source_rate: float = 1e10
     """The most the sources can inject, events/s: the Capacity Estimator warms up at this rate."""
     notes: tuple[str, ...] = field(default=())
+    reproducible: bool = False
+    """Whether the same calls give the same measurements (the simulated testbed). A resumed campaign
+    then re-runs its recorded steps on it, discarding their results for the recorded ones, so that
+    the testbed's state, and every measurement after the kill, is the uninterrupted campaign's."""
 
     __test__ = False
 

@@ -83,7 +83,13 @@ class Output:
             p.live.stop()
             raise
         self._step = None
-        p.stop()
+        if echo is not None:
+            # The echoed lines told it all: no final copy of the bar below them (and no empty line,
+            # which Progress.stop() prints off a terminal).
+            p.live.transient = True
+            p.live.stop()
+        else:
+            p.stop()
 
 
 class Step:
@@ -94,10 +100,11 @@ class Step:
         self._opening: str | None = progress.tasks[0].description if echo else None
         self._last_echo = -math.inf
 
-    def _line(self, text: str) -> None:
-        if self._opening is not None:
+    def _line(self, text: str, description: str | None = None) -> None:
+        # The opening waits for the first step; when that step's line repeats it, one line says both.
+        if self._opening is not None and self._opening != description:
             self._echo(self._opening)
-            self._opening = None
+        self._opening = None
         self._echo(text)
 
     def advance(self, n: float = 1, description: str | None = None) -> None:
@@ -109,7 +116,8 @@ class Step:
             now = time.monotonic()
             if now - self._last_echo >= ECHO_EVERY_S or (t.total is not None and t.completed >= t.total):
                 self._last_echo = now
-                self._line(f"[{t.completed:g}{f'/{t.total:g}' if t.total is not None else ''}] {t.description}")
+                self._line(f"[{t.completed:g}{f'/{t.total:g}' if t.total is not None else ''}] {t.description}",
+                           t.description)
 
     def describe(self, description: str) -> None:
         self._p.update(self._task, description=description)

@@ -12,6 +12,7 @@ matplotlib.use("Agg")  # files only: these machines have no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..files import replacing  # noqa: E402
 from ..model import Surrogate  # noqa: E402
 
 
@@ -46,7 +47,8 @@ def plot_model(path: Path, points: Sequence[dict], model: Surrogate, plan: dict,
     ax.set_title(f"{plan['query']}: {plan['family']} model, planned {', '.join(str(p) for p in planned) or '-'} slots")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return path
 
@@ -69,6 +71,7 @@ def plot_trace(path: Path, estimate: dict, title: str) -> Path:
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return path

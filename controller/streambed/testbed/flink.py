@@ -36,6 +36,9 @@ from ..metrics.prometheus import JobVertices, PrometheusReader, window_measureme
 from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo
 from .base import Run
 
+QUERY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A query name on the Flink testbed: the stem of a .sql file in the queries directory, nothing more."""
+
 SQL_ERROR = "SQL_ERROR:"
 
 
@@ -163,6 +166,9 @@ class FlinkTestbed:
     def query(self, name: str) -> Query:
         """The query's declared operator graph, checked against what Flink builds from its SQL."""
         if name not in self._queries:
+            if not QUERY_NAME.fullmatch(name):
+                # The name becomes a file name: "../x" must not reach a .sql outside the queries directory.
+                raise UserError(f"query: expected a query name of letters, digits, '_' and '-' such as q5, got {name!r:.60}")
             path = self.settings.queries_dir / f"{name}.sql"
             if not path.is_file():
                 known = sorted(p.stem for p in self.settings.queries_dir.glob("*.sql"))

@@ -21,7 +21,8 @@ from typing import Any, Mapping
 import yaml
 
 from ... import checks
-from ...errors import ProfileError
+from ...errors import ProfileError, UserError
+from ...files import read_input_text
 from ...model import SOURCE, Query
 from .partitioning import FLINK_MAX_MAX_PARALLELISM
 
@@ -539,17 +540,11 @@ def load_profile(ref: str | Path, option: str = "profile") -> SimProfile:
     text_ref = str(ref)
     path = Path(text_ref)
     if _is_path(text_ref):
-        if path.is_dir():
-            raise ProfileError(f"{option}: {text_ref} is a directory, not a profile YAML file")
-        if not path.is_file():
-            raise ProfileError(f"{option}: file not found: {text_ref}")
         origin = path.name
         try:
-            raw = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise ProfileError(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-        except OSError as e:
-            raise ProfileError(f"{option}: cannot read {text_ref}: {e.strerror or e}") from None
+            raw = read_input_text(path)
+        except UserError as e:
+            raise ProfileError(f"{option}: {e} (expected a profile YAML file)") from None
     else:
         names = shipped_profiles()
         if text_ref not in names:
@@ -560,6 +555,8 @@ def load_profile(ref: str | Path, option: str = "profile") -> SimProfile:
         raw = resources.files(__package__).joinpath("profiles", origin).read_text(encoding="utf-8")
     try:
         data = yaml.load(raw, Loader=_UniqueKeyLoader)
+    except RecursionError:
+        raise ProfileError(f"{origin}: YAML nested too deeply to be a profile (docs/sim-profiles.md)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

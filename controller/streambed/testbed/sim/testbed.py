@@ -74,6 +74,7 @@ class SimTestbed:
             source_parallelism=self.settings.source_parallelism,
             max_source_rate=self.profile.source_max_rate or TestbedInfo.max_source_rate,
             notes=("simulated testbed (stand-in for Flink): see docs/sim.md",),
+            reproducible=True,
         )
 
     def query(self, name: str) -> Query:
@@ -94,6 +95,9 @@ class SimTestbed:
                 # Flink refuses to submit such a job: a keyed operator has at most max-parallelism tasks
                 raise UserError(f"configuration: {name} is keyed and Flink allows it at most {stream.parallelism_limit:,} "
                                 f"tasks (its max parallelism), got {configuration[name]:,}")
+        # A run's random draws come from the campaign seed and the run's ordinal in the campaign. A
+        # resumed campaign re-runs its recorded steps here (TestbedInfo.reproducible), so every run
+        # gets the ordinal, and the draws, it had in the uninterrupted campaign.
         self._counter += 1
         run_id = f"sim-{self._counter}"
         seed = int(np.random.SeedSequence([self.settings.seed, self._counter]).generate_state(1)[0])
