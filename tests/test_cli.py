@@ -524,7 +524,7 @@ def test_ledger_verify_reports_a_whole_ledger_and_refuses_a_damaged_one(tmp_path
     with sqlite3.connect(tmp_path / "m" / "ledger.sqlite") as conn:
         conn.execute("UPDATE steps SET data = '{' WHERE seq = 2")
     line = error_line(streambed("ledger", "verify", "--campaign-dir", "m", cwd=tmp_path))
-    assert "damaged ledger (step " in line and "readable: 1 steps" in line, line
+    assert "damaged ledger (step " in line and "readable: 1 step, " in line, line
     line = error_line(streambed(*KILL_CAMPAIGN[:2], "q1", "--rates", "1e4,2e4", "--window", "5", "--campaign-dir",
                                 "m", "--resume", cwd=tmp_path))
     assert "damaged ledger (step " in line and "nothing is replayed" in line, line  # before any measurement

@@ -1,5 +1,6 @@
 """Capacity Estimator (paper section IV): search bounds, stop rule, failed windows, replay."""
 
+import dataclasses
 import math
 
 import pytest
@@ -281,16 +282,38 @@ def test_a_saturated_source_never_passes_for_the_job(tmp_path):
     assert all(not w.success for w in est.windows if w.measurement.source_saturated)
 
 
-def test_recorded_windows_are_replayed_without_touching_the_testbed(tmp_path):
+class RealTestbed(CountingTestbed):
+    """The sim, saying it is not reproducible, as a real testbed does."""
+
+    def info(self):
+        return dataclasses.replace(super().info(), reproducible=False)
+
+
+def test_recorded_windows_are_replayed_without_touching_a_real_testbed(tmp_path):
     with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
         first = estimate(SimTestbed(toy(), SimSettings(noise=False)), ledger)
-    tb = CountingTestbed(toy(), SimSettings(noise=False))
+    tb = RealTestbed(toy(), SimSettings(noise=False))
     with Ledger.open(tmp_path, "t", {}, resume=True) as ledger:
         again = estimate(tb, ledger)
         assert ledger.replayed == len(first.windows) + 1  # + the warm-up
     assert tb.starts == 0 and tb.observes == 0
     assert again.mst == first.mst
     assert again.testbed_seconds == pytest.approx(first.testbed_seconds)
+
+
+def test_a_reproducible_testbed_runs_the_recorded_windows_again_and_keeps_the_records(tmp_path):
+    """On the sim a resume re-runs what was recorded, so that the windows after a kill start from the
+    uninterrupted campaign's state; the results are still the recorded ones, and nothing is recorded twice."""
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        first = estimate(SimTestbed(toy(), SimSettings(noise=True)), ledger)
+        steps, events = ledger.steps(), ledger.events()
+    tb = CountingTestbed(toy(), SimSettings(noise=True))
+    with Ledger.open(tmp_path, "t", {}, resume=True) as ledger:
+        again = estimate(tb, ledger)
+        assert ledger.executed == 0 and ledger.steps() == steps
+        assert [e["kind"] for e in ledger.events()] == [e["kind"] for e in events] + ["run-stopped"]
+    assert tb.starts == 1 and tb.observes >= len(first.windows)
+    assert again.to_dict() == first.to_dict()
 
 
 def test_a_partly_recorded_estimate_warms_up_again_and_measures_only_the_rest(tmp_path):

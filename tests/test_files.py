@@ -30,6 +30,18 @@ def test_a_write_that_fails_half_way_leaves_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
 
 
+def test_a_file_that_cannot_be_written_is_named_on_one_line(tmp_path):
+    from streambed.errors import UserError
+
+    path = tmp_path / "plan.json"
+    path.write_text("old\n")
+    with pytest.raises(UserError, match=r"plan\.json: cannot write \(No space left on device\); the file is left"):
+        with replacing(path) as tmp:
+            tmp.write_text("new")
+            raise OSError(28, "No space left on device")  # what a full disk raises from write()
+    assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
 def test_the_temporary_keeps_the_extension_and_the_result_the_umask(tmp_path):
     path = tmp_path / "model.png"
     with replacing(path) as tmp:

@@ -63,10 +63,22 @@ def test_steps_run_once_and_replay_after_reopen(tmp_path):
 def test_a_rerun_step_runs_again_and_returns_what_was_recorded(tmp_path):
     calls = []
     with new(tmp_path / "camp") as led:
-        led.step("m0", lambda: calls.append("first") or {"value": 1})
-        assert led.step("m0", lambda: calls.append("again") or {"value": 2}, rerun=True) == {"value": 1}
+        def first():
+            led.record("run-started", {"run": 1})
+            calls.append("first")
+            return {"value": 1}
+
+        def again():
+            led.record("run-started", {"run": 2})  # the same event again: the log holds it already
+            calls.append("again")
+            return {"value": 2}
+
+        led.step("m0", first)
+        assert led.step("m0", again, rerun=True) == {"value": 1}
         assert led.step("m0", must_not_run) == {"value": 1}
         assert led.executed == 1 and led.replayed == 2
+        led.record("run-stopped", {})  # recording goes on after the re-run
+        assert [(e["kind"], e["data"]) for e in led.events()] == [("run-started", {"run": 1}), ("run-stopped", {})]
     assert calls == ["first", "again"]
 
 
@@ -174,6 +186,34 @@ def test_a_ledger_written_in_wal_mode_resumes_with_its_wal_folded_in(tmp_path):
     with Ledger.open(killed, "estimation", PARAMS, resume=True) as led:
         assert led.step("m0", must_not_run) == {"value": 0}
     assert not (killed / (Ledger.FILENAME + "-wal")).exists()
+
+
+def test_a_full_disk_is_one_line_and_keeps_every_earlier_step(tmp_path):
+    class FullDisk:
+        """The ledger's connection on a disk that just filled up: reads work, writes fail as SQLite's do."""
+
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if sql.lstrip().upper().startswith("INSERT"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.conn.execute(sql, *args)
+
+        def close(self):
+            self.conn.close()
+
+    d = tmp_path / "camp"
+    with new(d) as led:
+        led.step("m0", lambda: {"value": 0})
+        led._conn = FullDisk(led._conn)
+        for write in (lambda: led.step("m1", lambda: {"value": 1}), lambda: led.record("run-started", {}),
+                      lambda: led.set_result({"slots": 1})):
+            with pytest.raises(UserError, match=r"cannot write the ledger \(database or disk is full\); every step "
+                                                 r"before this one is kept: free the space, then continue with --resume"):
+                write()
+    with Ledger.open(d, "estimation", PARAMS, resume=True) as led:
+        assert led.steps() == [("m0", {"value": 0})]
 
 
 # ---------------------------------------------------------------------- one writer per campaign

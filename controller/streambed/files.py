@@ -48,6 +48,10 @@ def replacing(path: Path | str) -> Iterator[Path]:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        # A full disk or a read-only directory: say which file could not be written, on one line.
+        raise UserError(f"{path}: cannot write ({e.strerror or e}); the file is left as it was") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

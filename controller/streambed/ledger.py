@@ -189,6 +189,7 @@ class Ledger:
         # Use Ledger.open(); the constructor only wraps an already validated connection and its lock.
         self._conn = conn
         self._lock = lock
+        self._muted = False
         self.path = path
         self._kind = kind
         self._params = params
@@ -394,13 +395,15 @@ class Ledger:
         if row is not None:
             self.replayed += 1
             if rerun:
-                fn()
+                self._muted = True  # its events were recorded when the step first ran
+                try:
+                    fn()
+                finally:
+                    self._muted = False
             return _decode(self.path, f"step {key!r}", row[0])
         # fn runs outside any transaction: measurements take minutes and must not hold the lock.
         data = _encode(f"step {key!r}", fn())
-        self._conn.execute(
-            "INSERT INTO steps (key, time, data) VALUES (?, ?, ?)", (key, time.time(), data)
-        )
+        self._write("INSERT INTO steps (key, time, data) VALUES (?, ?, ?)", (key, time.time(), data))
         self.executed += 1
         # Return the decoded stored value, not fn's object, so a live run and a replay see exactly
         # the same thing (JSON turns tuples into lists and int keys into strings).
@@ -422,11 +425,12 @@ class Ledger:
     # ------------------------------------------------------------------ events and result
 
     def record(self, kind: str, data: dict) -> None:
-        """Append an event to the campaign's log (committed at once)."""
+        """Append an event to the campaign's log (committed at once); nothing while a recorded step is
+        re-run (``step(rerun=True)``), whose events the log already holds."""
         text = _encode(f"event {kind!r}", data)
-        self._conn.execute(
-            "INSERT INTO events (time, kind, data) VALUES (?, ?, ?)", (time.time(), kind, text)
-        )
+        if self._muted:
+            return
+        self._write("INSERT INTO events (time, kind, data) VALUES (?, ?, ?)", (time.time(), kind, text))
 
     def events(self, kind: str | None = None) -> list[dict]:
         """Logged events (all, or those of ``kind``) in order: {"seq", "time", "kind", "data"}."""
@@ -441,9 +445,15 @@ class Ledger:
     def set_result(self, data: dict) -> None:
         """Store the campaign's final result, replacing any previous one."""
         text = _encode("result", data)
-        self._conn.execute(
-            "INSERT OR REPLACE INTO result (id, time, data) VALUES (1, ?, ?)", (time.time(), text)
-        )
+        self._write("INSERT OR REPLACE INTO result (id, time, data) VALUES (1, ?, ?)", (time.time(), text))
+
+    def _write(self, sql: str, args: tuple) -> None:
+        """One committed write; a full disk or a file gone read-only is one line saying what is kept."""
+        try:
+            self._conn.execute(sql, args)
+        except sqlite3.OperationalError as exc:
+            raise UserError(f"{self.path}: cannot write the ledger ({exc}); every step before this one is "
+                            f"kept: free the space, then continue with --resume") from None
 
     def result(self) -> dict | None:
         """The campaign's final result, or None if it has none yet."""

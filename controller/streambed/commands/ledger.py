@@ -23,8 +23,11 @@ def cmd_verify(args, out: Output) -> None:
     from ..ledger import verify
 
     report = verify(args.campaign_dir)
-    summary = (f"{report['steps']:,} steps, {report['events']:,} events, "
-               f"{'a result' if report['result'] else 'no result'}")
+    def count(n: int, what: str) -> str:
+        return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+    summary = f"{count(report['steps'], 'step')}, {count(report['events'], 'event')}, " \
+              f"{'a result' if report['result'] else 'no result'}"
     if not report["intact"]:
         first = (report["problems"] or report["unreadable"])[0]
         raise UserError(f"{report['path']}: damaged ledger ({first}); readable: {summary}. Resume refuses it: start "

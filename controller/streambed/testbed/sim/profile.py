@@ -22,7 +22,7 @@ import yaml
 
 from ... import checks
 from ...errors import ProfileError, UserError
-from ...files import read_input_text
+from ...files import read_input
 from ...model import SOURCE, Query
 from .partitioning import FLINK_MAX_MAX_PARALLELISM
 
@@ -540,11 +540,19 @@ def load_profile(ref: str | Path, option: str = "profile") -> SimProfile:
     text_ref = str(ref)
     path = Path(text_ref)
     if _is_path(text_ref):
+        if path.is_dir():
+            raise ProfileError(f"{option}: {text_ref} is a directory, not a profile YAML file")
+        if not path.exists():
+            raise ProfileError(f"{option}: file not found: {text_ref}")
         origin = path.name
         try:
-            raw = read_input_text(path)
+            data = read_input(path)  # a FIFO or a huge file is refused, not read
         except UserError as e:
             raise ProfileError(f"{option}: {e} (expected a profile YAML file)") from None
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ProfileError(f"{origin}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     else:
         names = shipped_profiles()
         if text_ref not in names:
