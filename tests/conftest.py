@@ -47,3 +47,16 @@ def json_server(answer):
         yield f"http://127.0.0.1:{port}", port
     finally:
         server.shutdown()
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test run (a session costs 8-20 s to start)."""
+    from streambed_spark.session import SparkSettings, session
+
+    s = session(SparkSettings(master="local[2]", shuffle_partitions=2))
+    yield s
+    s.stop()

@@ -1,0 +1,181 @@
+"""``streambed data``: the data lake (generate, register, list, size). Parses and displays; the Spark
+jobs are spark/streambed_spark, the manifests and sizing streambed.dataset."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import dataset as ds
+from ..errors import UserError
+from ..estimator import DEFAULT_TIMING, TIMINGS, Timing
+from ..report.console import Output
+from .args import Parser, count, rate, seed
+from .common import output_options
+
+
+def _events(text: str) -> int:
+    from .args import _integer
+    return _integer(text, 1, 10**12, "a number of events from 1 to 10^12")
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("data", help="data sets at rest in the data lake: generate, register, list, size a replay")
+    dsub = sp.add_subparsers(dest="data_command", required=True, parser_class=Parser)
+
+    def lake_option(p) -> None:
+        p.add_argument("--lake", type=Path, default=Path(os.environ.get("DATALAKE") or ds.DEFAULT_LAKE),
+                       help="the data lake directory (default: $DATALAKE, else datalake)")
+
+    def spark_option(p) -> None:
+        p.add_argument("--master", help="Spark master (default: $STREAMBED_SPARK_MASTER, else local[2]; "
+                                        "spark://host:7077 on a standalone cluster)")
+
+    gen = dsub.add_parser("generate", help="a Nexmark event stream of a given size and seed, in event order "
+                                           "(JSON lines and Parquet), with Spark")
+    gen.add_argument("--events", type=_events, required=True, help="events to generate")
+    gen.add_argument("--seed", type=seed, default=0, help="the same seed gives the same events")
+    gen.add_argument("--rate", type=rate, default=100_000.0,
+                     help="nominal events/s of the stream: event times advance by 1/rate (default 100,000; "
+                          "choose about the rate you will replay at, auction lengths follow it)")
+    gen.add_argument("--name", help="data set name (default: nexmark-<events>-seed<seed>)")
+    gen.add_argument("--query", help="check that the data set holds the events this query reads")
+    gen.add_argument("--queries-dir", type=Path, default=ds.QUERIES_DIR, help=f"where --query's SQL is "
+                                                                             f"(default {ds.QUERIES_DIR})")
+    gen.add_argument("--formats", default="json,parquet", help="json, parquet or both (default)")
+    gen.add_argument("--partitions", type=count, help="files per million events (default: Spark's parallelism)")
+    lake_option(gen)
+    spark_option(gen)
+    output_options(gen)
+    gen.set_defaults(func=cmd_generate)
+
+    reg = dsub.add_parser("register", help="a user's JSON lines or Parquet files as a data set, sorted by event time")
+    reg.add_argument("--path", type=Path, required=True, help="a file or a directory of .json/.jsonl/.parquet files")
+    reg.add_argument("--name", required=True, help="data set name")
+    reg.add_argument("--time-column", default="dateTime", help="the event-time column (timestamp, epoch ms or "
+                                                               "ISO-8601 text; default dateTime)")
+    reg.add_argument("--kind", help="person, auction or bid: each row is an event of this kind (flat columns); "
+                                    "without it the data needs the datagen layout (event_type, person, auction, bid)")
+    reg.add_argument("--query", help="check that the data set holds the events this query reads")
+    reg.add_argument("--queries-dir", type=Path, default=ds.QUERIES_DIR, help=f"where --query's SQL is "
+                                                                             f"(default {ds.QUERIES_DIR})")
+    lake_option(reg)
+    spark_option(reg)
+    output_options(reg)
+    reg.set_defaults(func=cmd_register)
+
+    ls = dsub.add_parser("list", help="the data sets of the lake")
+    lake_option(ls)
+    output_options(ls)
+    ls.set_defaults(func=cmd_list)
+
+    size = dsub.add_parser("size", help="events a replay campaign consumes, and the Kafka nodes it needs")
+    size.add_argument("--rate", type=rate, required=True, help="the largest rate the campaign asks, events/s")
+    size.add_argument("--timing", default=DEFAULT_TIMING, help=f"estimator timing: {', '.join(TIMINGS)}")
+    size.add_argument("--jobs", type=count, default=1, help="jobs the campaign starts (default 1)")
+    size.add_argument("--sources", type=count, default=1, help="source tasks (default 1)")
+    size.add_argument("--input", help="a data set: say whether it is large enough")
+    lake_option(size)
+    output_options(size)
+    size.set_defaults(func=cmd_size)
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    formats = tuple(f.strip() for f in text.split(",") if f.strip())
+    bad = [f for f in formats if f not in ("json", "parquet")]
+    if not formats or bad:
+        raise UserError(f"--formats: expected json, parquet or json,parquet, got {text!r}")
+    return formats
+
+
+def _query_sql(args) -> str | None:
+    if not args.query:
+        return None
+    if not ds.DATASET_NAME.fullmatch(args.query):
+        raise UserError(f"--query: expected a query name such as q5, got {args.query!r:.60}")
+    path = args.queries_dir / f"{args.query}.sql"
+    if not path.is_file():
+        raise UserError(f"--query: no {path.name} in {args.queries_dir}")
+    return path.read_text()
+
+
+def _spark(args, out: Output):
+    try:
+        from streambed_spark.session import SparkSettings, session
+    except ModuleNotFoundError as e:
+        raise UserError(f"streambed data: needs the module {e.name}, which is not installed; run make install") \
+            from None
+    out.status("starting Spark")
+    return session(SparkSettings(master=args.master) if args.master else SparkSettings())
+
+
+def _show(out: Output, d: ds.DataSet, verb: str) -> None:
+    sizes = ", ".join(f"{f} {v['files']} files {v['bytes'] / 1e6:,.1f} MB" for f, v in d.formats.items())
+    kinds = ", ".join(f"{n:,} {k}s" for k, n in d.kinds.items())
+    out.info(f"{d.name}: {d.events:,} events ({kinds}) {verb} {d.path} ({sizes})")
+    out.result({"dataset": d.to_dict(), "path": str(d.path)})
+
+
+def cmd_generate(args, out: Output) -> None:
+    from streambed_spark import lake, nexmark
+
+    formats = _formats(args.formats)
+    name = args.name or f"nexmark-{args.events}-seed{args.seed}"
+    if not ds.DATASET_NAME.fullmatch(name):
+        raise UserError(f"--name: expected letters, digits, '_', '.' and '-', got {name!r:.60}")
+    sql = _query_sql(args)
+    spec = nexmark.StreamSpec(events=args.events, seed=args.seed, rate=args.rate)
+    spark = _spark(args, out)
+    partitions = args.partitions
+    chunk = lake.CHUNK_EVENTS
+    with out.progress(f"generating {args.events:,} Nexmark events into {args.lake / name}", total=args.events) as step:
+        done = [0]
+
+        def progress(n: int, total: int) -> None:
+            step.advance(n - done[0], description=f"{n:,} of {total:,} events written")
+            done[0] = n
+        d, written = lake.generate(spark, spec, args.lake, name, formats, chunk, partitions, progress)
+    if sql is not None:
+        ds.check_fits(d, args.query, sql)
+    _show(out, d, "written to" if written else "already in")
+
+
+def cmd_register(args, out: Output) -> None:
+    from streambed_spark import lake
+
+    if not ds.DATASET_NAME.fullmatch(args.name):
+        raise UserError(f"--name: expected letters, digits, '_', '.' and '-', got {args.name!r:.60}")
+    if not args.path.exists():
+        raise UserError(f"--path: {args.path}: no such file or directory")
+    sql = _query_sql(args)
+    spark = _spark(args, out)
+    out.status(f"registering {args.path} as {args.name}")
+    d = lake.register(spark, args.path, args.lake, args.name, args.time_column, args.kind)
+    if sql is not None:
+        ds.check_fits(d, args.query, sql)
+    _show(out, d, "registered in")
+
+
+def cmd_list(args, out: Output) -> None:
+    rows, result = [], []
+    for name in ds.names(args.lake):
+        d = ds.load(name, args.lake)
+        rows.append([d.name, f"{d.events:,}", ", ".join(d.formats), str(d.origin.get("seed", d.origin.get("registered", "")))])
+        result.append(d.to_dict())
+    out.table(f"data sets in {args.lake}", ["name", "events", "formats", "seed / source"], rows)
+    out.result(result)
+
+
+def cmd_size(args, out: Output) -> None:
+    s = ds.sizing(args.rate, Timing.named(args.timing), args.sources, args.jobs)
+    out.info(f"a job replays at most {s.job_events:,} events ({s.rate:,.0f} events/s for {s.job_seconds:,.0f} s); "
+             f"{s.jobs} job(s): {s.campaign_events:,} events; {s.kafka_nodes} Kafka node(s) at "
+             f"{ds.KAFKA_NODE_RATE:,.0f} events/s each")
+    result = s.to_dict()
+    if args.input:
+        d = ds.load(args.input, args.lake)
+        ds.check_enough(d, s)
+        out.info(f"{d.name} holds {d.events:,} events: enough")
+        result["dataset"] = d.to_dict()
+    out.result(result)
+
