@@ -17,7 +17,7 @@ CAMPAIGN_DIR ?= campaigns
 FLINK_JOB_JAR := flink/build/streambed-job.jar
 FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 
-.PHONY: venv install plan stop test bench evaluate clean calibration
+.PHONY: venv install plan stop test bench evaluate clean calibration datagen
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,15 @@ INVENTORY ?=
 stop: $(VENV)/.installed
 	$(STREAMBED) testbed stop $(if $(INVENTORY),--inventory $(INVENTORY))
 
+# Nexmark data at rest, generated with Spark into the data lake (docs/data.md):
+#   make datagen QUERY=q5 EVENTS=200000 [DATALAKE=<dir>] [SEED=0]
+DATALAKE ?= datalake
+EVENTS ?=
+SEED ?= 0
+datagen: $(VENV)/.installed
+	$(if $(EVENTS),,$(error EVENTS is required: make datagen QUERY=q5 EVENTS=200000 [DATALAKE=<dir>]))
+	$(STREAMBED) data generate --events $(EVENTS) --seed $(SEED) --query $(QUERY) --lake $(DATALAKE)
+
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) -m pytest -q
 
@@ -66,6 +75,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/planner_speed.py
 	$(PY) bench/estimator_accuracy.py
 	$(PY) bench/stall_shortfall.py
+	$(PY) bench/datagen_rate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info

@@ -94,3 +94,21 @@ def test_a_campaign_that_would_run_out_of_data_is_refused_with_the_numbers(tmp_p
                                         rf"{too_much.job_events:,} events .* the data set holds 1,000,000; generate "
                                         rf"at least that many \(make datagen EVENTS={too_much.job_events}\)"):
         ds.check_enough(d, too_much)
+
+
+def test_validating_a_plan_replays_each_multiple_for_its_ramp_and_duration():
+    s = ds.validation_sizing(5e6, (1.0, 1.2, 1.5), ramp_s=300, duration_s=1800)
+    assert s.rate == 7.5e6 and s.kafka_nodes == 7 and s.jobs == 3
+    assert s.job_events == 7.5e6 * 2100 and s.campaign_events == round(3.7 * 5e6 * 2100)
+
+
+def test_data_size_prints_the_sizing_and_refuses_a_small_data_set(tmp_path, capsys):
+    from streambed.cli import main
+
+    make(tmp_path, events=1_000_000)
+    assert main(["data", "size", "--rate", "1000", "--timing", "quick", "--lake", str(tmp_path), "--input", "d",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["job_events"] == ds.sizing(1000, TIMINGS["quick"]).job_events and result["kafka_nodes"] == 1
+    assert main(["data", "size", "--rate", "1e5", "--timing", "quick", "--lake", str(tmp_path), "--input", "d"]) == 2
+    assert "the data set holds 1,000,000" in capsys.readouterr().err

@@ -182,6 +182,22 @@ def sizing(rate: float, timing: Timing, sources: int = 1, jobs: int = 1, node_ra
     return Sizing(rate, full + cool, per_job, jobs, per_job * jobs, kafka_nodes(rate, node_rate))
 
 
+def validation_sizing(rate: float, multipliers: tuple[float, ...], ramp_s: float, duration_s: float,
+                      node_rate: float = KAFKA_NODE_RATE) -> Sizing:
+    """What validating a plan at production scale replays (section VIII): one job per multiplier of
+    the plan's rate, each for its ramp-up and duration; Kafka sized for the largest multiple."""
+    seconds = ramp_s + duration_s
+    top = max(multipliers) * rate
+    return Sizing(top, seconds, int(math.ceil(top * seconds)), len(multipliers),
+                  sum(int(math.ceil(m * rate * seconds)) for m in multipliers), kafka_nodes(top, node_rate))
+
+
+def max_rate(ds: DataSet, timing: Timing, sources: int = 1) -> float:
+    """The fastest replay ``ds`` holds for the longest job of ``timing`` (the inverse of :func:`sizing`)."""
+    full, cool = job_seconds(timing)
+    return max(0.0, (ds.events - timing.cooldown_rate_per_source * sources * cool) / full)
+
+
 def check_enough(ds: DataSet, s: Sizing) -> None:
     """Refuse, before anything runs, a campaign whose jobs could run out of data mid-run."""
     if s.job_events > ds.events:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..estimator import Timing
 from ..model import Budget
-from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
+from .base import Advance, Log, configuration_of, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble
 from .settings import EstimateSettings
 
@@ -16,7 +16,7 @@ class EstimateCampaign:
         """Builds the testbed and refuses bad input; nothing is written yet."""
         self.settings, self.log = settings, log
         self.timing = Timing.named(settings.timing)
-        self.testbed = testbed_of(settings.campaign, status)
+        self.testbed = testbed_of(settings.campaign, status, timing=self.timing)
         self.query = self.testbed.query(settings.campaign.query)
         self.configuration = configuration_of(self.query, settings.configuration)
         self.budget = Budget(self.configuration.slots, settings.memory_mb)
@@ -28,7 +28,8 @@ class EstimateCampaign:
         """What defines the campaign: a resume with other values is refused."""
         c = self.settings.campaign
         return {"testbed": c.testbed.name, "query": self.query.name, "memory_mb": self.budget.memory_mb,
-                "seed": c.seed, "configuration": self.configuration.as_dict(), "timing": self.timing.name}
+                "seed": c.seed, "configuration": self.configuration.as_dict(), "timing": self.timing.name} \
+            | input_params(c)
 
     def run(self, advance: Advance = ignore) -> dict:
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:

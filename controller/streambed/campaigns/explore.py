@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..estimator import Timing
 from ..explorer import ExplorationPoint, check_search_space
 from ..policies import PAPER_POLICY, policy_named
-from .base import Advance, Log, ignore, open_ledger, testbed_of
+from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble
 from .settings import ExploreSettings
 
@@ -26,7 +26,7 @@ class ExploreCampaign:
         self.timing = Timing.named(settings.timing)
         policy_named(settings.policy)
         c = settings.campaign
-        self.testbed = testbed_of(c, status)
+        self.testbed = testbed_of(c, status, timing=self.timing)
         self.query = self.testbed.query(c.query)
         self.info = self.testbed.info()
         self.memories = check_search_space(self.query, self.info, settings.memories or self.info.memory_per_slot,
@@ -44,7 +44,7 @@ class ExploreCampaign:
                   "max_measurements": s.max_measurements}
         if s.policy != PAPER_POLICY:  # a ledger without a policy was recorded with the paper's BIDS2
             params["policy"] = s.policy
-        return params
+        return params | input_params(c)
 
     def run(self, advance: Advance = ignore) -> dict:
         s = self.settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..estimator import Timing
 from ..model import Budget, check_slots
 from ..policies import PAPER_POLICY, policy_named
-from .base import Advance, Log, ignore, open_ledger, testbed_of
+from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble
 from .settings import OptimizeSettings
 
@@ -18,7 +18,7 @@ class OptimizeCampaign:
         self.settings, self.log = settings, log
         self.timing = Timing.named(settings.timing)
         policy_named(settings.policy)  # refused before any testbed is built
-        self.testbed = testbed_of(settings.campaign, status)
+        self.testbed = testbed_of(settings.campaign, status, timing=self.timing)
         self.query = self.testbed.query(settings.campaign.query)
         self.budget = Budget(settings.slots, settings.memory_mb)
         self.testbed.info().check_budget(self.budget, memory_option="--memory", slots_option="--slots")
@@ -32,7 +32,7 @@ class OptimizeCampaign:
                   "seed": c.seed, "timing": self.timing.name}
         if s.policy != PAPER_POLICY:  # a ledger without a policy was recorded with the paper's BIDS2
             params["policy"] = s.policy
-        return params
+        return params | input_params(c)
 
     def run(self, advance: Advance = ignore) -> dict:
         """The single-task metrics and the optimizer's result, as one JSON document."""

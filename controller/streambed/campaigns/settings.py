@@ -13,7 +13,8 @@ from typing import Mapping
 from ..estimator import DEFAULT_TIMING
 from ..explorer import ExplorerSettings
 from ..policies import DEFAULT_POLICY
-from ..testbed.base import TestbedRequest
+from ..dataset import DEFAULT_LAKE
+from ..testbed.base import Replay, TestbedRequest
 from ..validation import ValidationSettings
 
 DEFAULT_MEMORY_MB = 4096
@@ -49,15 +50,22 @@ class CampaignSettings:
     directory: Path | None = None
     """Where the ledger and results live; default campaigns/<kind>-<query>."""
     resume: bool = False
+    input: str | None = None
+    """A data set of the lake to replay (name or path); None: the generator (``--input generator``)."""
+    lake: Path = DEFAULT_LAKE
+    input_rate: float | None = None
+    """The most the replay may be asked, events/s; None: the campaign's rate, else what the data set
+    holds for the longest job (campaigns.base.replay_of)."""
 
     def directory_for(self, kind: str) -> Path:
         return Path(self.directory) if self.directory else Path("campaigns") / f"{kind}-{self.query}"
 
-    def request(self, max_slots: int | None = None) -> TestbedRequest:
+    def request(self, max_slots: int | None = None, replay: Replay | None = None) -> TestbedRequest:
         """The testbed factory's input; ``max_slots`` overrides the spec's (validation's production size)."""
         t = self.testbed
         return TestbedRequest(query=self.query, profile=t.profile, seed=self.seed,
-                              max_slots=max_slots if max_slots is not None else t.max_slots, inventory=t.inventory)
+                              max_slots=max_slots if max_slots is not None else t.max_slots, inventory=t.inventory,
+                              replay=replay)
 
 
 @dataclass(frozen=True)

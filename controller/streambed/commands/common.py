@@ -4,14 +4,16 @@ progress display. Defaults come from campaigns/settings.py."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from ..campaigns.settings import CampaignSettings, TestbedSpec
+from ..dataset import DEFAULT_LAKE
 from ..estimator import DEFAULT_TIMING, TIMINGS
 from ..policies import DEFAULT_POLICY, POLICIES
 from ..report.console import Output
-from .args import non_negative_number, positive_number, seed, slots
+from .args import non_negative_number, positive_number, rate, seed, slots
 
 
 def output_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -37,6 +39,16 @@ def campaign_options(sp: argparse.ArgumentParser, kind: str, *, testbed_size: bo
     sp.add_argument("--resume", action="store_true", help="continue the campaign recorded in --campaign-dir")
 
 
+def input_options(sp: argparse.ArgumentParser) -> None:
+    """What the source emits: the generator, or a data set of the lake replayed (docs/data.md)."""
+    sp.add_argument("--input", default="generator", help="generator (default) or a data set of the lake (name or "
+                                                         "path) to replay; flink only")
+    sp.add_argument("--lake", type=Path, default=Path(os.environ.get("DATALAKE") or DEFAULT_LAKE),
+                    help="the data lake (default: $DATALAKE, else datalake)")
+    sp.add_argument("--input-rate", type=rate, help="with --input: the most the replay is asked, events/s (default: "
+                                                    "the fastest the data set holds for the longest job)")
+
+
 def planner_options(sp: argparse.ArgumentParser, policy: bool = True) -> None:
     sp.add_argument("--timing", default=DEFAULT_TIMING, help=f"estimator timing: {', '.join(TIMINGS)}")
     if policy:
@@ -49,8 +61,10 @@ def campaign_settings(ns: argparse.Namespace) -> CampaignSettings:
     """The settings every campaign shares, from the options of campaign_options."""
     spec = TestbedSpec(name=ns.testbed, profile=ns.profile, max_slots=getattr(ns, "max_slots", None),
                        inventory=ns.inventory)
+    given = getattr(ns, "input", "generator")
     return CampaignSettings(query=ns.query, testbed=spec, seed=ns.seed, directory=ns.campaign_dir,
-                            resume=ns.resume)
+                            resume=ns.resume, input=None if given == "generator" else given,
+                            lake=getattr(ns, "lake", DEFAULT_LAKE), input_rate=getattr(ns, "input_rate", None))
 
 
 def logs(ns: argparse.Namespace, out: Output) -> dict:

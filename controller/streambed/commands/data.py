@@ -70,7 +70,10 @@ def register(sub) -> None:
     ls.set_defaults(func=cmd_list)
 
     size = dsub.add_parser("size", help="events a replay campaign consumes, and the Kafka nodes it needs")
-    size.add_argument("--rate", type=rate, required=True, help="the largest rate the campaign asks, events/s")
+    what = size.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rate", type=rate, help="estimate jobs (testbed): the largest rate they ask, events/s")
+    what.add_argument("--plan", type=Path, help="a plan.json: its validation at production scale (section VIII: "
+                                                "100/120/150 %% of its rate, ramp-up and duration each)")
     size.add_argument("--timing", default=DEFAULT_TIMING, help=f"estimator timing: {', '.join(TIMINGS)}")
     size.add_argument("--jobs", type=count, default=1, help="jobs the campaign starts (default 1)")
     size.add_argument("--sources", type=count, default=1, help="source tasks (default 1)")
@@ -167,8 +170,15 @@ def cmd_list(args, out: Output) -> None:
 
 
 def cmd_size(args, out: Output) -> None:
-    s = ds.sizing(args.rate, Timing.named(args.timing), args.sources, args.jobs)
-    out.info(f"a job replays at most {s.job_events:,} events ({s.rate:,.0f} events/s for {s.job_seconds:,.0f} s); "
+    if args.plan is not None:
+        from ..records import read_plan
+        from ..validation import ValidationSettings
+
+        v = ValidationSettings()
+        s = ds.validation_sizing(read_plan(args.plan).rate, v.multipliers, v.ramp_s, v.duration_s)
+    else:
+        s = ds.sizing(args.rate, Timing.named(args.timing), args.sources, args.jobs)
+    out.info(f"a job replays at most {s.job_events:,} events (up to {s.rate:,.0f} events/s for up to {s.job_seconds:,.0f} s); "
              f"{s.jobs} job(s): {s.campaign_events:,} events; {s.kafka_nodes} Kafka node(s) at "
              f"{ds.KAFKA_NODE_RATE:,.0f} events/s each")
     result = s.to_dict()

@@ -7,7 +7,7 @@ from ..campaigns.settings import DEFAULT_MEMORY_MB, EstimateSettings, OptimizeSe
 from ..errors import UserError
 from ..report.console import Output
 from .args import memory_mb, operator_pairs, slots
-from .common import campaign_options, campaign_settings, logs, output_options, planner_options, run
+from .common import campaign_options, campaign_settings, input_options, logs, output_options, planner_options, run
 
 
 def register(sub) -> None:
@@ -16,6 +16,7 @@ def register(sub) -> None:
     sp.add_argument("--memory", type=memory_mb, default=DEFAULT_MEMORY_MB, help="MB per slot")
     sp.add_argument("--config", type=operator_pairs, help="operator=parallelism pairs (default: every operator at 1)")
     campaign_options(sp, "estimate")
+    input_options(sp)
     planner_options(sp, policy=False)
     output_options(sp)
     sp.set_defaults(func=cmd_estimate)
@@ -30,6 +31,7 @@ def register(sub) -> None:
     sp.add_argument("--from-metrics", metavar="FILE",
                     help="single-task metrics recorded in FILE (docs/records.md): BIDS2 alone, no testbed")
     campaign_options(sp, "optimize")
+    input_options(sp)
     planner_options(sp)
     output_options(sp)
     sp.set_defaults(func=cmd_optimize)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..campaigns.settings import ExploreSettings, PlanSettings
 from ..report.console import Output
 from .args import count, memory_list, rate, risk, safety
-from .common import campaign_options, campaign_settings, guard_options, logs, output_options, planner_options, run
+from .common import (campaign_options, campaign_settings, guard_options, input_options, logs, output_options,
+                     planner_options, run)
 
 
 def _explorer_options(sp) -> None:
@@ -21,6 +22,7 @@ def register(sub) -> None:
     sp = sub.add_parser("explore", help="Resource Explorer alone: measurements and the surrogate model")
     _explorer_options(sp)
     campaign_options(sp, "explore", testbed_size=True)
+    input_options(sp)
     planner_options(sp)
     output_options(sp)
     sp.set_defaults(func=cmd_explore)
@@ -35,6 +37,7 @@ def register(sub) -> None:
                     help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")
     guard_options(sp, PlanSettings)
     campaign_options(sp, "plan", testbed_size=True)
+    input_options(sp)
     planner_options(sp)
     output_options(sp)
     sp.set_defaults(func=cmd_plan)

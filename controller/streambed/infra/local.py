@@ -10,7 +10,7 @@ configuration: ``--inventory``, else the STREAMBED_INVENTORY environment variabl
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -18,7 +18,8 @@ from ..errors import UserError
 from ..testbed.base import TestbedRequest
 from ..testbed.flink import FlinkTestbed
 from .provider import Inventory
-from .services import FlinkService, flink_testbed
+from ..dataset import check_fits
+from .services import FlinkService, flink_settings, flink_testbed
 
 INVENTORY_VARIABLE = "STREAMBED_INVENTORY"
 """The environment variable naming the inventory when --inventory is not given."""
@@ -55,10 +56,18 @@ def create_testbed(request: TestbedRequest, log: Callable[[str], None] | None = 
         raise UserError("--profile: only the simulated testbed takes a profile (--testbed sim)")
     inventory = LocalProvider(request.inventory or default_inventory()).provision()
     try:
-        testbed = flink_testbed(inventory, log)
+        settings = flink_settings(inventory)
+        if request.replay is not None:
+            # The replay's bound caps what the estimator may ask (its warm-up asks max_source_rate):
+            # a job never replays more than the data set holds (campaigns.base.replay_of).
+            settings = replace(settings, replay_dir=request.replay.dataset.replay_dir.resolve(),
+                               max_source_rate=min(settings.max_source_rate, request.replay.max_rate))
+        testbed = flink_testbed(inventory, log, settings)
     except ModuleNotFoundError as e:
         raise UserError(f"--testbed flink: the Flink testbed needs PyFlink (the apache-flink package), but "
                         f"module {e.name or 'pyflink'} is not installed; run make install") from None
     testbed.query(request.query)  # checks the query file and its graph before any campaign starts
+    if request.replay is not None:
+        check_fits(request.replay.dataset, request.query, testbed.sql(request.query))
     return testbed
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 from ..errors import UserError
 from ..model import Budget, Configuration, Measurement, Query, TestbedInfo
+
+if TYPE_CHECKING:  # dataset sizes replays with the estimator's timings, which import this module
+    from ..dataset import DataSet
 
 
 @dataclass
@@ -79,8 +82,19 @@ class TestbedRequest:
     A deployed cluster offers what its inventory says and ignores this."""
     inventory: Path | None = None
     """A deployed testbed's inventory (Ansible); None: the provider's default."""
+    replay: Replay | None = None
+    """Replay this data set instead of generating events (``--input``); None: the generator."""
 
     __test__ = False
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A data set the source replays, and the most it may be asked per second: a job at that rate
+    for the campaign's longest job does not run out of data (campaigns.base.replay_of)."""
+
+    dataset: DataSet
+    max_rate: float
 
 
 TestbedFactory = Callable[[TestbedRequest, Callable[[str], None]], Testbed]

@@ -24,7 +24,7 @@ import math
 import re
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -131,6 +131,9 @@ class FlinkSettings:
     slots_per_taskmanager: int = 0
     """Slots per TaskManager process, each TaskManager with its own CPU quota; 0: one TaskManager
     holds every slot."""
+    replay_dir: Path | None = None
+    """JSON lines files the source replays (a data set's json/, readable where the TaskManagers run);
+    None: the generator."""
     timeout_s: float = 30.0
     start_timeout_s: float = 90.0
     metrics_wait_s: float = JOB_METRICS_WAIT_S
@@ -182,6 +185,11 @@ class FlinkTestbed:
             self._queries[name] = (declared, sql)
         return self._queries[name][0]
 
+    def sql(self, name: str) -> str:
+        """The SQL script of a query (checked by :meth:`query`)."""
+        self.query(name)
+        return self._queries[name][1]
+
     def explain(self, sql: str, name: str = "query") -> Query:
         """Ask the job (run locally, no cluster) for the operator graph of ``sql``."""
         s = self.settings
@@ -221,7 +229,7 @@ class FlinkTestbed:
         name = f"streambed-{query}-{int(time.time())}-{self._counter}"
         rate_file = self.settings.state_dir / "rates" / f"{name}.rate"
         rate_file.parent.mkdir(parents=True, exist_ok=True)
-        _write_rate(rate_file, rate)
+        _write_rate(rate_file, self._offered(rate))
         args = ["--sql-b64", base64.b64encode(self._queries[query][1].encode()).decode(),
                 "--rate-file", str(rate_file), "--initial-rate", repr(float(rate)),
                 "--source-parallelism", str(self.settings.source_parallelism),
@@ -229,12 +237,14 @@ class FlinkTestbed:
                 "--job-name", name]
         if configuration.max_parallelism is not None:  # the plan sets the job's key groups (pipeline.max-parallelism)
             args += ["--max-parallelism", str(configuration.max_parallelism)]
+        if self.settings.replay_dir is not None:
+            args += ["--replay-dir", str(self.settings.replay_dir)]
         resp = self._rest("post", f"/jars/{self._jar()}/run", json={"programArgsList": args}, timeout=120)
         if resp.status_code >= 400:
             raise QueryRejected(f"query {query}: Flink refused the job: {_flink_error(resp)}")
         job_id = resp.json()["jobid"]
         run = Run(job_id, q, configuration, self._budget, time.time(), rate)
-        self._runs[job_id] = {"rate_file": rate_file, "rate": rate, "vertices": None}
+        self._runs[job_id] = {"rate_file": rate_file, "rate": self._offered(rate), "asked": rate, "vertices": None}
         self._wait_running(run)
         return run
 
@@ -242,8 +252,8 @@ class FlinkTestbed:
         if not (math.isfinite(rate) and rate >= 0):
             raise UserError(f"rate: expected a non-negative number of events/s, got {rate}")
         state = self._state(run)
-        _write_rate(state["rate_file"], rate)
-        state["rate"] = rate
+        _write_rate(state["rate_file"], self._offered(rate))
+        state["rate"], state["asked"] = self._offered(rate), rate
         run.rate = rate
 
     def wait(self, run: Run, seconds: float) -> None:
@@ -263,8 +273,11 @@ class FlinkTestbed:
             if self._restarts(run) != restarts:
                 raise JobRestarted(f"{run.id}: the job restarted during the observation window")
             vertices = self._vertices(run)
-            return window_measurement(self.prometheus.window(run.id, t0, t1), vertices, job=run.id, t0=t0, t1=t1,
-                                      target_rate=self._state(run)["rate"], sample_period=self.settings.sample_period)
+            state = self._state(run)
+            m = window_measurement(self.prometheus.window(run.id, t0, t1), vertices, job=run.id, t0=t0, t1=t1,
+                                   target_rate=state["rate"], sample_period=self.settings.sample_period)
+            # A replay asked for more than its bound offered the bound: the source, not the job, capped it.
+            return replace(m, source_saturated=True) if state["asked"] > state["rate"] else m
         except (JobRestarted, MetricsMissing) as e:
             # The most common cause on a testbed: name it, so that the user knows what to look at.
             lost = self._lost_slots()
@@ -288,6 +301,11 @@ class FlinkTestbed:
 
     def now(self) -> float:
         return time.time()
+
+    def _offered(self, rate: float) -> float:
+        """What the source is asked for ``rate``: a replay never beyond its bound (the data set would
+        run out mid-job), the generator as asked."""
+        return min(rate, self.settings.max_source_rate) if self.settings.replay_dir is not None else rate
 
     # -- REST ------------------------------------------------------------------------------------
 

@@ -213,6 +213,9 @@ def create(request: TestbedRequest, log: Callable[[str], None] | None = None) ->
     """The simulated testbed of a campaign (the registry's "sim"): the profile of ``request.query`` (or
     ``request.profile``, which must describe that query), ``request.max_slots`` slots (default
     DEFAULT_MAX_SLOTS), seeded with the campaign's seed."""
+    if request.replay is not None:
+        raise UserError(f"--input {request.replay.dataset.name}: the simulated testbed models a query profile and "
+                        f"replays no data; replay on --testbed flink")
     option, ref = ("--profile", request.profile) if request.profile else ("--query", request.query)
     profile = load_profile(ref, option=option)
     if profile.name != request.query:
