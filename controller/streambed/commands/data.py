@@ -69,6 +69,17 @@ def register(sub) -> None:
     output_options(ls)
     ls.set_defaults(func=cmd_list)
 
+    kafka = dsub.add_parser("load-kafka", help="a data set into a Kafka topic, keyed and in event order (clusters; "
+                                                "kafka-python: Spark's Kafka writer needs a jar)")
+    kafka.add_argument("--input", required=True, help="the data set (name or path)")
+    kafka.add_argument("--bootstrap", required=True, help="host:port[,host:port...] of the brokers")
+    kafka.add_argument("--topic", help="the topic (default: the data set's name)")
+    kafka.add_argument("--partitions", type=count, default=8, help="partitions of a new topic (default 8)")
+    kafka.add_argument("--replication", type=count, default=1, help="replication of a new topic (default 1)")
+    lake_option(kafka)
+    output_options(kafka)
+    kafka.set_defaults(func=cmd_load_kafka)
+
     size = dsub.add_parser("size", help="events a replay campaign consumes, and the Kafka nodes it needs")
     what = size.add_mutually_exclusive_group(required=True)
     what.add_argument("--rate", type=rate, help="estimate jobs (testbed): the largest rate they ask, events/s")
@@ -157,6 +168,22 @@ def cmd_register(args, out: Output) -> None:
     if sql is not None:
         ds.check_fits(d, args.query, sql)
     _show(out, d, "registered in")
+
+
+def cmd_load_kafka(args, out: Output) -> None:
+    from streambed_spark.kafka_load import KafkaTarget, load
+
+    d = ds.load(args.input, args.lake)
+    target = KafkaTarget(args.bootstrap, args.topic or d.name, args.partitions, args.replication)
+    with out.progress(f"loading {d.name} into Kafka topic {target.topic}", total=d.events) as step:
+        done = [0]
+
+        def progress(n: int, total: int) -> None:
+            step.advance(n - done[0], description=f"{n:,} of {total:,} records sent")
+            done[0] = n
+        result = load(d, target, progress=progress)
+    out.info(f"{result['records']:,} records in {result['topic']} ({result['partitions']} partitions)")
+    out.result(result)
 
 
 def cmd_list(args, out: Output) -> None:
