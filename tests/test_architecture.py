@@ -28,7 +28,8 @@ LAYERS = {
     "records": ("streambed.records",),
     "reports": ("streambed.report",),
     "metrics": ("streambed.metrics",),
-    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper", "streambed.files"),
+    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper", "streambed.files",
+               "streambed.dataset"),
     "ledger": ("streambed.ledger",),
 }
 

@@ -18,11 +18,24 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Protocol
 
 from .errors import UserError
-from .estimator import Timing
 from .files import read_input_text
+
+
+class Timing(Protocol):
+    """What sizing reads of the estimator's timing (estimator.Timing; a domain module imports no algorithm)."""
+
+    name: str
+    warmup_s: float
+    warmup_max_s: float
+    max_iterations: int
+    ramp_s: float
+    observe_s: float
+    steady_observe_s: float
+    max_cooldown_s: float
+    cooldown_rate_per_source: float
 
 MANIFEST = "dataset.json"
 MANIFEST_VERSION = 1

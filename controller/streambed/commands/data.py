@@ -31,6 +31,12 @@ def register(sub) -> None:
         p.add_argument("--master", help="Spark master (default: $STREAMBED_SPARK_MASTER, else local[2]; "
                                         "spark://host:7077 on a standalone cluster)")
 
+    _generate_parser(dsub, lake_option, spark_option)
+    _register_parser(dsub, lake_option, spark_option)
+    _other_parsers(dsub, lake_option)
+
+
+def _generate_parser(dsub, lake_option, spark_option) -> None:
     gen = dsub.add_parser("generate", help="a Nexmark event stream of a given size and seed, in event order "
                                            "(JSON lines and Parquet), with Spark")
     gen.add_argument("--events", type=_events, required=True, help="events to generate")
@@ -49,6 +55,8 @@ def register(sub) -> None:
     output_options(gen)
     gen.set_defaults(func=cmd_generate)
 
+
+def _register_parser(dsub, lake_option, spark_option) -> None:
     reg = dsub.add_parser("register", help="a user's JSON lines or Parquet files as a data set, sorted by event time")
     reg.add_argument("--path", type=Path, required=True, help="a file or a directory of .json/.jsonl/.parquet files")
     reg.add_argument("--name", required=True, help="data set name")
@@ -64,6 +72,8 @@ def register(sub) -> None:
     output_options(reg)
     reg.set_defaults(func=cmd_register)
 
+
+def _other_parsers(dsub, lake_option) -> None:
     ls = dsub.add_parser("list", help="the data sets of the lake")
     lake_option(ls)
     output_options(ls)
