@@ -14,8 +14,9 @@ import java.util.Collection;
 import java.util.List;
 
 /**
- * FLIP-27 source of Nexmark events whose rate follows a target read from a file or a URL.
- * See {@link NexmarkSourceReader} for the pacing and the metrics.
+ * FLIP-27 source of Nexmark events whose rate follows a target read from a file or a URL: the
+ * generator's events or, with {@link #replay}, a data set's. See {@link NexmarkSourceReader} for
+ * the pacing and the metrics.
  */
 public final class NexmarkSource implements Source<RowData, NexmarkSplit, Collection<NexmarkSplit>> {
 
@@ -28,12 +29,16 @@ public final class NexmarkSource implements Source<RowData, NexmarkSplit, Collec
     final double initialRate;
     /** 0 strict, > 0 backlog caught up at (1 + catchUp) x target, inf as fast as possible. */
     final double catchUp;
+    /** The data set replayed instead of the generator (null: generate); its file list is fixed here. */
+    final ReplayFiles replay;
 
-    public NexmarkSource(int numSplits, String rateLocation, double initialRate, double catchUp) {
+    public NexmarkSource(int numSplits, String rateLocation, double initialRate, double catchUp,
+            ReplayFiles replay) {
         this.numSplits = numSplits;
         this.rateLocation = rateLocation;
         this.initialRate = initialRate;
         this.catchUp = catchUp;
+        this.replay = replay;
     }
 
     @Override

@@ -8,6 +8,7 @@ import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
 import org.apache.flink.table.data.RowData;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -19,7 +20,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A source subtask: emits the events of its splits round-robin, paced by a {@link Pacer} at
  * {@code total target / source parallelism}, the total being re-read through a shared
- * {@link RatePoller}.
+ * {@link RatePoller}. A split's events come from the generator or, with {@code replay-dir}, from
+ * a data set at rest ({@link SplitEvents}); the pacing is the same.
  *
  * <p>Metrics on the reader's group: {@code pendingRecords} (standard FLIP-33 gauge: records the
  * source should have emitted by now minus those it emitted), {@code targetRate} (this subtask's
@@ -34,7 +36,7 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
 
     private final SourceReaderContext context;
     private final NexmarkSource config;
-    private final List<NexmarkSplit> splits = new ArrayList<>();
+    private final List<SplitEvents> splits = new ArrayList<>();
     private final SplittableRandom random = new SplittableRandom();
     private final Pacer pacer;
     private RatePoller poller;
@@ -93,7 +95,7 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
     }
 
     @Override
-    public InputStatus pollNext(ReaderOutput<RowData> output) {
+    public InputStatus pollNext(ReaderOutput<RowData> output) throws IOException {
         if (splits.isEmpty()) {
             if (available.isDone()) {
                 available = new CompletableFuture<>();
@@ -107,19 +109,21 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
         if (n > 0) {
             long millis = System.currentTimeMillis();
             int size = splits.size();
-            long numSplits = config.numSplits;
-            for (long j = 0; j < n; j++) {
-                NexmarkSplit s = splits.get(cursor);
-                long eventId = s.next * numSplits + s.index;
-                s.next++;
-                if (++cursor >= size) {
-                    cursor = 0;
+            long j = 0;
+            try {
+                for (; j < n; j++) {
+                    SplitEvents s = splits.get(cursor);
+                    if (++cursor >= size) {
+                        cursor = 0;
+                    }
+                    output.collect(s.next(millis, totalRate));
                 }
-                output.collect(NexmarkGenerator.event(eventId, random, millis, totalRate));
+            } finally {
+                // a replay that runs out or hits a bad line fails the task: count what went out first
+                pacer.emitted(j);
+                emittedSnapshot = pacer.emittedCount();
+                snapshotPending(now);
             }
-            pacer.emitted(n);
-            emittedSnapshot = pacer.emittedCount();
-            snapshotPending(now);
             return InputStatus.MORE_AVAILABLE;
         }
         snapshotPending(now);
@@ -138,15 +142,19 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
     @Override
     public List<NexmarkSplit> snapshotState(long checkpointId) {
         List<NexmarkSplit> copy = new ArrayList<>(splits.size());
-        for (NexmarkSplit s : splits) {
-            copy.add(s.copy());
+        for (SplitEvents s : splits) {
+            copy.add(s.split().copy());
         }
         return copy;
     }
 
     @Override
     public void addSplits(List<NexmarkSplit> newSplits) {
-        splits.addAll(newSplits);
+        for (NexmarkSplit s : newSplits) {
+            splits.add(config.replay != null
+                    ? config.replay.open(s, config.numSplits)
+                    : new SplitEvents.Generated(s, config.numSplits, random));
+        }
         available.complete(null);
     }
 
@@ -159,6 +167,9 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
             wakeUp.cancel(false);
         }
         available.complete(null);
+        for (SplitEvents s : splits) {
+            s.close();
+        }
         SourceStats.unregister(this);
         if (poller != null) {
             poller.release();

@@ -34,6 +34,9 @@ public final class NexmarkTableFactory implements DynamicTableSourceFactory {
             ConfigOptions.key("initial-rate").doubleType().defaultValue(Double.NaN);
     public static final ConfigOption<String> CATCH_UP =
             ConfigOptions.key("catch-up").stringType().defaultValue("0");
+    /** A directory of JSON lines files replayed instead of the generator (see {@link ReplayFiles}). */
+    public static final ConfigOption<String> REPLAY_DIR =
+            ConfigOptions.key("replay-dir").stringType().noDefaultValue();
 
     @Override
     public String factoryIdentifier() {
@@ -47,7 +50,7 @@ public final class NexmarkTableFactory implements DynamicTableSourceFactory {
 
     @Override
     public Set<ConfigOption<?>> optionalOptions() {
-        return new HashSet<>(Arrays.asList(SPLITS, RATE_LOCATION, INITIAL_RATE, CATCH_UP));
+        return new HashSet<>(Arrays.asList(SPLITS, RATE_LOCATION, INITIAL_RATE, CATCH_UP, REPLAY_DIR));
     }
 
     @Override
@@ -62,9 +65,18 @@ public final class NexmarkTableFactory implements DynamicTableSourceFactory {
                     "streambed-nexmark needs the physical columns (event_type, person, auction, bid), got " + names);
         }
         double catchUp = StreamBedJob.parseCatchUp(options.get(CATCH_UP));
+        ReplayFiles replay = null;
+        if (options.getOptional(REPLAY_DIR).isPresent()) {
+            String dir = options.get(REPLAY_DIR);
+            try {
+                replay = ReplayFiles.list(dir); // the file list is fixed now, where the job is built
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("replay-dir " + dir + ": " + e.getMessage());
+            }
+        }
         return new Source(new NexmarkSource(
                 options.get(SPLITS), options.getOptional(RATE_LOCATION).orElse(null),
-                options.get(INITIAL_RATE), catchUp));
+                options.get(INITIAL_RATE), catchUp, replay));
     }
 
     /** The scan source: insert-only, no push-down (the planner's Calc projects and filters). */

@@ -5,6 +5,7 @@ import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
@@ -30,6 +31,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 
 /**
  * StreamBed's Flink job: runs a Nexmark SQL script over the rate-controlled {@code datagen} table,
@@ -84,7 +86,8 @@ public final class StreamBedJob {
 
     static final Set<String> VALUE_KEYS = new HashSet<>(List.of(
             "sql-file", "sql-b64", "rate-file", "rate-url", "initial-rate", "source-parallelism",
-            "parallelism", "job-name", "catch-up", "max-parallelism", "local-seconds", "splits"));
+            "parallelism", "job-name", "catch-up", "max-parallelism", "local-seconds", "splits",
+            "replay-dir"));
     static final Set<String> FLAG_KEYS = new HashSet<>(List.of("explain"));
 
     static final class Args {
@@ -99,6 +102,8 @@ public final class StreamBedJob {
         int maxParallelism = -1;
         double localSeconds = -1;
         int splits = DEFAULT_SPLITS;
+        /** Absolute directory of the data set replayed instead of the generator; null: generate. */
+        String replayDir;
     }
 
     static Args parseArgs(String[] argv) throws Failure {
@@ -201,6 +206,20 @@ public final class StreamBedJob {
             }
         }
         a.splits = parseInt("splits", kv.getOrDefault("splits", Integer.toString(DEFAULT_SPLITS)), 1);
+        if (kv.containsKey("replay-dir")) {
+            String dir = kv.get("replay-dir");
+            try {
+                a.replayDir = ReplayFiles.list(dir).dir;
+            } catch (IllegalArgumentException e) {
+                throw argError("--replay-dir " + dir + ": " + e.getMessage());
+            }
+            if (kv.containsKey("splits")) {
+                throw argError("--splits does not apply to --replay-dir (it has one split per source subtask)");
+            }
+            // One split per subtask: split i of N replays the lines i, i + N, ..., so N readers
+            // together replay the data set in its order.
+            a.splits = a.sourceParallelism;
+        }
         if (a.sourceParallelism > a.splits) {
             throw argError("--source-parallelism " + a.sourceParallelism + " exceeds the number of splits " + a.splits);
         }
@@ -324,6 +343,9 @@ public final class StreamBedJob {
                 .append("'");
         if (a.rateLocation != null) {
             ddl.append(",\n  'rate-location' = '").append(a.rateLocation.replace("'", "''")).append("'");
+        }
+        if (a.replayDir != null) {
+            ddl.append(",\n  'replay-dir' = '").append(a.replayDir.replace("'", "''")).append("'");
         }
         if (!Double.isNaN(a.initialRate)) {
             ddl.append(",\n  'initial-rate' = '").append(a.initialRate).append("'");
@@ -575,9 +597,7 @@ public final class StreamBedJob {
                 }
                 JobStatus st = cluster.getJobStatus(id).get();
                 if (st.isGloballyTerminalState()) {
-                    Throwable cause = cluster.requestJobResult(id).get().getSerializedThrowable()
-                            .map(t -> (Throwable) t).orElse(null);
-                    System.err.println("job ended early: " + st + (cause == null ? "" : ": " + oneLine(describe(cause))));
+                    reportEarlyEnd(st.toString(), cluster.requestJobResult(id).get());
                     return 1;
                 }
                 System.out.printf(Locale.ROOT, "STATS emitted=%d pending=%d target=%.1f elapsed=%.3f status=%s%n",
@@ -588,10 +608,27 @@ public final class StreamBedJob {
                     break;
                 }
             }
-            cluster.cancelJob(id).get();
-            cluster.requestJobResult(id).get(); // let the cancellation settle before shutting down
+            try {
+                cluster.cancelJob(id).get();
+            } catch (ExecutionException e) {
+                // it ended by itself in the meantime: its result says how
+            }
+            JobResult result = cluster.requestJobResult(id).get(); // let the cancellation settle
+            if (result.getJobStatus().orElse(null) == JobStatus.FAILED) { // e.g. a replay ran out at the end
+                reportEarlyEnd("FAILED", result);
+                return 1;
+            }
         }
         return 0;
+    }
+
+    private static void reportEarlyEnd(String status, JobResult result) {
+        Throwable cause = result.getSerializedThrowable().map(t -> (Throwable) t).orElse(null);
+        String replay = replayMessage(cause);
+        if (replay != null) { // the data set's own error first, on a line of its own
+            System.err.println(replay);
+        }
+        System.err.println("job ended early: " + status + (cause == null ? "" : ": " + oneLine(describe(cause))));
     }
 
     // ------------------------------------------------------------------ helpers
@@ -618,6 +655,19 @@ public final class StreamBedJob {
             sb.append(m);
         }
         return sb.toString();
+    }
+
+    /** The message of a replay's failure (REPLAY_EXHAUSTED / REPLAY_ERROR) among the causes, or null. */
+    static String replayMessage(Throwable t) {
+        Set<Throwable> seen = new HashSet<>();
+        for (Throwable c = t; c != null && seen.add(c); c = c.getCause()) {
+            String m = c.getMessage();
+            int i = m == null ? -1 : m.indexOf("REPLAY_");
+            if (i >= 0 && (m.startsWith("REPLAY_EXHAUSTED: ", i) || m.startsWith("REPLAY_ERROR: ", i))) {
+                return oneLine(m.substring(i));
+            }
+        }
+        return null;
     }
 
     static String oneLine(String s) {
