@@ -69,13 +69,14 @@ calibration: $(VENV)/.installed
 evaluate: $(VENV)/.installed
 	$(PY) bench/evaluate.py --out $(CAMPAIGN_DIR)/evaluate
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) bench/sim_speed.py
 	$(PY) bench/sim_agreement.py
 	$(PY) bench/planner_speed.py
 	$(PY) bench/estimator_accuracy.py
 	$(PY) bench/stall_shortfall.py
 	$(PY) bench/datagen_rate.py
+	$(PY) bench/replay_rate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info

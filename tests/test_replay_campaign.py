@@ -110,3 +110,17 @@ def test_the_flink_job_replays_the_data_set_and_is_never_asked_beyond_its_bound(
     assert float(rate_file.read_text()) == (5_000 if replay else 9_000)
     state = tb._state(run)
     assert (state["asked"] > state["rate"]) is replay
+
+
+@pytest.mark.parametrize("replay, remedy", [(False, "give the source more parallelism"),
+                                            (True, "replay a larger data set (make datagen EVENTS=...)")])
+def test_a_source_capped_estimate_names_the_remedy_of_its_input(replay, remedy, capsys):
+    """A replay capped by its data set's bound is fixed with more data, not with more source tasks."""
+    from streambed.report.console import Output
+    from streambed.report.tables import estimate_table
+
+    estimate = {"mst": 1619.0, "source_limited": True, "windows": [], "measurement": None}
+    estimate_table(Output(), estimate, "q5", replay=replay)
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert "1,619 events/s is a lower bound" in err and remedy in err
+    assert ("make datagen" in err) == replay

@@ -47,7 +47,7 @@ def cmd_estimate(args, out: Output) -> None:
     result = run(campaign, out)
     estimate_table(out, result, f"{campaign.query.name}: MST {result['mst']:,.0f} events/s ({result['iterations']} "
                                 f"windows, {result['testbed_seconds'] / 60:.1f} min of testbed; ledger "
-                                f"{campaign.directory})")
+                                f"{campaign.directory})", replay=args.input != "generator")
     out.result(result)
 
 
@@ -67,5 +67,5 @@ def cmd_optimize(args, out: Output) -> None:
                                 timing=args.timing, policy=args.policy)
     campaign = OptimizeCampaign(settings, **logs(args, out))
     data = run(campaign, out)
-    optimize_tables(out, campaign.query.name, data)
+    optimize_tables(out, campaign.query.name, data, replay=args.input != "generator")
     out.result(data)

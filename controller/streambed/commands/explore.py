@@ -67,7 +67,7 @@ def cmd_plan(args, out: Output) -> None:
     settings = _settings(PlanSettings, args, rate=args.rate, safety=args.safety,
                          max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal, risk=args.risk)
     data = run(PlanCampaign(settings, **logs(args, out)), out)
-    plan_tables(out, data["plan"], data["exploration"])
+    plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
     out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")
     out.info("written: " + ", ".join(data["files"].values()))
     out.result(data)

@@ -10,7 +10,7 @@ FAMILY_SPREAD_WARNING = 1.5
 """Warn when the families' slot counts for one plan differ by more than this factor."""
 
 
-def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> None:
+def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay: bool = False) -> None:
     entries = plan["entries"]
     families = list(entries[0].get("by_family") or {}) if entries else []
     sizing = (f"sized for a {100 * plan['risk']:g} % risk" if plan.get("risk")
@@ -57,12 +57,15 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None) -> Non
             where = ", ".join(f"{p['slots']} slots x {p['memory_mb']} MB" for p in capped)
             source_warning(out, f"{len(capped)} of {len(exploration['points'])} measurements ({where}) were capped by "
                                 f"the testbed's source: their MSTs are lower bounds and the model underestimates "
-                                f"the query")
+                                f"the query", replay)
 
 
-def source_warning(out: Output, what: str) -> None:
-    """The paper (section VIII): the sources must never be the limiting factor of a measurement."""
-    out.warn(f"{what}; give the source more parallelism or cores (the testbed's source_parallelism)")
+def source_warning(out: Output, what: str, replay: bool = False) -> None:
+    """The paper (section VIII): the sources must never be the limiting factor of a measurement. A
+    replay is also bounded by its data set (docs/data.md, Sizing): then more data is the remedy."""
+    remedy = ("replay a larger data set (make datagen EVENTS=...), or give the source more parallelism or cores"
+              if replay else "give the source more parallelism or cores")
+    out.warn(f"{what}; {remedy} (the testbed's source_parallelism)")
 
 
 def exploration_table(out: Output, exploration: dict) -> None:
@@ -72,7 +75,7 @@ def exploration_table(out: Output, exploration: dict) -> None:
                for i, p in enumerate(exploration["points"])])
 
 
-def estimate_table(out: Output, estimate: dict, title: str) -> None:
+def estimate_table(out: Output, estimate: dict, title: str, replay: bool = False) -> None:
     out.table(title, ("window", "target, events/s", "achieved, events/s", "ratio", "verdict", "min_r", "max_r"),
               [(i + 1, w["rate"], w["measurement"]["achieved_rate"], w["measurement"]["achieved_rate"] / w["rate"],
                 "sustained" if w["success"] else
@@ -87,7 +90,7 @@ def estimate_table(out: Output, estimate: dict, title: str) -> None:
                     o["backpressure"]) for o in m["operators"]])
     if estimate.get("source_limited"):
         source_warning(out, f"the search's upper bound came from a window the testbed's source could not feed: "
-                            f"{estimate['mst']:,.0f} events/s is a lower bound of this configuration's MST")
+                            f"{estimate['mst']:,.0f} events/s is a lower bound of this configuration's MST", replay)
 
 
 def validation_table(out: Output, report: dict) -> None:
@@ -103,7 +106,7 @@ def validation_table(out: Output, report: dict) -> None:
                             f"{'s' if len(capped) > 1 else ''}, which therefore says nothing about the plan")
 
 
-def optimize_tables(out: Output, query: str, data: dict) -> None:
+def optimize_tables(out: Output, query: str, data: dict, replay: bool = False) -> None:
     """The optimize campaign: the policy's input (single-task metrics) and its configuration with the MST."""
     memory, slots = data["memory_mb"], data["slots"]
     out.table(f"Single-task metrics of {query} at {memory} MB (the policy's input)",
@@ -112,4 +115,4 @@ def optimize_tables(out: Output, query: str, data: dict) -> None:
     out.table(f"{slots} slots -> predicted {data['predicted_rate']:,.0f}, measured MST {data['mst']:,.0f} events/s",
               ("operator", "parallelism"), list(data["configuration"].items()))
     if data["estimate"].get("source_limited"):
-        source_warning(out, f"the testbed's source capped the estimate: {data['mst']:,.0f} events/s is a lower bound")
+        source_warning(out, f"the testbed's source capped the estimate: {data['mst']:,.0f} events/s is a lower bound", replay)
