@@ -1,0 +1,253 @@
+"""Terraform from Python: init, apply, output and destroy on a root module of ``terraform/examples``,
+and the inventory its outputs render written into an inventory directory.
+
+Every example outputs ``inventory_files`` (inventory path -> text: ``hosts.yml``,
+``group_vars/all.yml``, ``testbed.yml``...), rendered by ``terraform/modules/inventory`` from the
+addresses the platform returned. :func:`provision` applies an example and writes those files, then
+loads them as the :class:`~streambed.infra.provider.Inventory` every service deploys from;
+:class:`TerraformProvider` is the same as a :class:`~streambed.infra.provider.Provider`.
+
+Terraform runs as a plain subprocess, not through python-terraform 0.10.1: measured against
+Terraform 1.11, its ``destroy`` passes ``-force`` (removed in Terraform 0.15) and fails, its
+``output()`` returns None on an error and drops Terraform's message, and its method lookup calls
+``logging.debug`` on the root logger, which installs a stderr handler in the caller's process
+(terraform/README.md). What it adds over ``subprocess`` is not worth those.
+
+Nothing is written into the example's directory but what ``init`` always writes there (the
+dependency lock file, ignored by git): the working directory (``.terraform/``), the state and the
+variables live under ``state_dir`` (``.streambed/terraform/<example>`` by default, ignored by git).
+A failure is one line naming the example, Terraform's error and, for a bad value, the variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from ..errors import UserError
+from .provider import Inventory
+
+EXAMPLES = Path("terraform") / "examples"
+"""The examples, relative to the repository's root (where make runs)."""
+STATE_ROOT = Path(".streambed") / "terraform"
+"""Default parent of each example's state directory, relative to the working directory."""
+INVENTORY_OUTPUT = "inventory_files"
+"""The output every example renders its inventory into: inventory path -> content."""
+
+
+class TerraformError(UserError):
+    """Terraform failed or is missing; the message is one line."""
+
+
+def terraform_binary() -> str:
+    """The ``terraform`` on PATH; one line saying what to install when there is none."""
+    found = shutil.which("terraform")
+    if found is None:
+        raise TerraformError("terraform not found on PATH: install Terraform >= 1.9 (terraform/README.md)")
+    return found
+
+
+_SNIPPET = re.compile(r"^\s*(on .+ line \d+.*:|\d+:.*|[├│╵╷].*|\(and \d+ more.*)$")
+_VARIABLE = re.compile(r"^\s*│\s*(var\.[A-Za-z0-9_]+)\b")
+
+
+def error_line(output: str) -> str:
+    """The first error of Terraform's (uncoloured) output as one line: its summary, the variable when
+    the snippet names one, and the first paragraph of its detail (a validation's error_message)."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip("│ ").startswith("Error: ")), None)
+    if start is None:
+        tail = [line.strip() for line in lines if line.strip()]
+        return tail[-1] if tail else "failed without a message"
+    summary = lines[start].lstrip("│ ")[len("Error: "):].strip()
+    variable, paragraphs, current = None, [], []
+    for line in lines[start + 1:]:
+        if line.lstrip("│ ").startswith("Error: "):
+            break
+        match = _VARIABLE.match(line)
+        if match and variable is None:
+            variable = match.group(1)
+        if _SNIPPET.match(line):
+            continue
+        text = line.strip()
+        if text:
+            current.append(text)
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    detail = next((p for p in paragraphs if not p.startswith("This was checked by")), "")
+    # The variable's name once: many error_messages start with it already.
+    named = f"{variable}: " if variable and not re.search(rf"\b{re.escape(variable[4:])}\b", detail) else ""
+    return " ".join(f"{summary}: {named}{detail}".rstrip(": ").split())
+
+
+@dataclass(frozen=True)
+class Terraform:
+    """One root module (an example) with its variables, its state kept under ``state_dir``."""
+
+    directory: Path
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    state_dir: Path | None = None
+    """Working directory, state and variables file; default: .streambed/terraform/<example name>."""
+    log: Callable[[str], None] | None = None
+    """Called with each line Terraform prints (progress displays)."""
+
+    @property
+    def state_path(self) -> Path:
+        return (self.state_dir or STATE_ROOT / Path(self.directory).name).resolve()
+
+    def init(self) -> None:
+        self._run("init", "-backend=false", "-input=false")
+
+    def apply(self) -> None:
+        self._run("apply", "-auto-approve", "-input=false", *self._state_args(), *self._var_args())
+
+    def destroy(self) -> None:
+        self._run("destroy", "-auto-approve", "-input=false", *self._state_args(), *self._var_args())
+
+    def output(self) -> dict[str, Any]:
+        """Output name -> value (``terraform output -json``, values only)."""
+        text = self._run("output", "-json", *self._state_args(), quiet=True)
+        try:
+            return {name: entry["value"] for name, entry in json.loads(text or "{}").items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise TerraformError(f"terraform output ({self._name}): not the JSON of outputs") from None
+
+    @property
+    def _name(self) -> str:
+        return str(self.directory)
+
+    def _state_args(self) -> list[str]:
+        return [f"-state={self.state_path / 'terraform.tfstate'}"]
+
+    def declared(self) -> set[str]:
+        """The variables the configuration declares (its top-level .tf files)."""
+        names: set[str] = set()
+        for path in Path(self.directory).glob("*.tf"):
+            names.update(re.findall(r'^variable\s+"([^"]+)"', path.read_text(encoding="utf-8"), re.MULTILINE))
+        return names
+
+    def _var_args(self) -> list[str]:
+        if not self.variables:
+            return []
+        # Terraform only warns of a value for an undeclared variable: a misspelt name would be ignored.
+        unknown = sorted(set(self.variables) - self.declared())
+        if unknown:
+            raise TerraformError(f"{self._name}: no variable {', '.join(unknown)} (it declares "
+                                 f"{', '.join(sorted(self.declared())) or 'none'})")
+        # A file rather than -var flags: lists and maps pass as JSON, and nothing lands in `ps`.
+        path = self.state_path / "variables.tfvars.json"
+        path.write_text(json.dumps(dict(self.variables), indent=2, sort_keys=True), encoding="utf-8")
+        return [f"-var-file={path}"]
+
+    def _run(self, command: str, *args: str, quiet: bool = False) -> str:
+        directory = Path(self.directory)
+        if not (directory.is_dir() and any(directory.glob("*.tf"))):
+            raise TerraformError(f"terraform {command}: {directory} is not a Terraform configuration (no .tf file)")
+        self.state_path.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "TF_DATA_DIR": str(self.state_path / ".terraform"), "TF_IN_AUTOMATION": "1",
+               "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
+        cmd = [terraform_binary(), f"-chdir={directory}", command, "-no-color", *args]
+        if quiet:
+            # Machine-read output: stdout alone (warnings, such as a missing CLI config, go to stderr).
+            done = subprocess.run(cmd, capture_output=True, env=env, text=True, stdin=subprocess.DEVNULL)
+            rc, text = done.returncode, done.stdout if done.returncode == 0 else done.stderr + done.stdout
+        else:
+            # One stream (stderr into stdout), read line by line for the log: no pipe fills up unread.
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                                  stdin=subprocess.DEVNULL) as process:
+                lines = []
+                for line in process.stdout:
+                    lines.append(line)
+                    if self.log:
+                        self.log(line.rstrip("\n"))
+                rc = process.wait()
+            text = "".join(lines)
+        if rc != 0:
+            raise TerraformError(f"terraform {command} ({self._name}): {error_line(text)}")
+        return text
+
+
+def write_inventory(files: Mapping[str, str], directory: Path | str) -> list[Path]:
+    """Write ``files`` (inventory path -> content) under ``directory``; returns the files written.
+
+    A file whose YAML already says the same is left as it is, with its comments (inventories/local
+    is both committed and what examples/local renders)."""
+    directory = Path(directory)
+    written = []
+    for name, text in sorted(files.items()):
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            raise TerraformError(f"{INVENTORY_OUTPUT}: {name!r} is not a path inside the inventory directory")
+        target = directory.joinpath(*relative.parts)
+        if target.is_file():
+            try:
+                if yaml.safe_load(target.read_text(encoding="utf-8")) == yaml.safe_load(text):
+                    continue
+            except yaml.YAMLError:
+                pass  # not YAML (or broken): replaced below
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def provision(example: Path | str, inventory_dir: Path | str, variables: Mapping[str, Any] | None = None,
+              state_dir: Path | None = None, log: Callable[[str], None] | None = None) -> Inventory:
+    """Apply ``example`` and write the inventory it renders into ``inventory_dir``; returns it loaded."""
+    tf = Terraform(Path(example), variables or {}, state_dir, log)
+    tf.init()
+    tf.apply()
+    outputs = tf.output()
+    files = outputs.get(INVENTORY_OUTPUT)
+    if not isinstance(files, dict) or not files:
+        hint = outputs.get("next_step")
+        raise TerraformError(f"{example}: no inventory rendered yet (output {INVENTORY_OUTPUT} is empty)"
+                             + (f"; {hint}" if isinstance(hint, str) else ""))
+    write_inventory(files, inventory_dir)
+    return Inventory.load(inventory_dir)
+
+
+def destroy(example: Path | str, variables: Mapping[str, Any] | None = None, state_dir: Path | None = None,
+            log: Callable[[str], None] | None = None) -> None:
+    """Give back what applying ``example`` took (the inventory directory stays: it may be committed)."""
+    tf = Terraform(Path(example), variables or {}, state_dir, log)
+    tf.init()
+    tf.destroy()
+
+
+@dataclass(frozen=True)
+class TerraformProvider:
+    """A platform provisioned by one of terraform/examples (local, ec2, grid5000, cloudlab)."""
+
+    example: Path
+    inventory_dir: Path
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    state_dir: Path | None = None
+    name: str = "terraform"
+
+    @classmethod
+    def of(cls, platform: str, inventory_dir: Path, variables: Mapping[str, Any] | None = None,
+           examples: Path = EXAMPLES, state_dir: Path | None = None) -> TerraformProvider:
+        """The provider of ``terraform/examples/<platform>``; one line listing them for an unknown one."""
+        known = sorted(p.name for p in Path(examples).iterdir() if p.is_dir()) if Path(examples).is_dir() else []
+        if platform not in known:
+            raise TerraformError(f"platform {platform!r}: expected one of {', '.join(known) or '(none found)'} "
+                                 f"(directories of {examples})")
+        return cls(Path(examples) / platform, Path(inventory_dir), dict(variables or {}), state_dir, name=platform)
+
+    def provision(self) -> Inventory:
+        return provision(self.example, self.inventory_dir, self.variables, self.state_dir)
+
+    def destroy(self, inventory: Inventory) -> None:
+        destroy(self.example, self.variables, self.state_dir)

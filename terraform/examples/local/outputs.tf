@@ -1,0 +1,9 @@
+output "inventory_files" {
+  description = "Inventory path -> content (streambed.infra.terraform writes them into the inventory directory)."
+  value       = module.inventory.files
+}
+
+output "nodes" {
+  description = "Node name -> role and size (all of them this machine)."
+  value       = module.topology.nodes
+}
