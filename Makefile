@@ -17,7 +17,7 @@ CAMPAIGN_DIR ?= campaigns
 FLINK_JOB_JAR := flink/build/streambed-job.jar
 FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 
-.PHONY: venv install plan stop test bench evaluate clean calibration datagen
+.PHONY: venv install plan stop test bench evaluate clean calibration datagen provision deploy destroy
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,19 @@ SEED ?= 0
 datagen: $(VENV)/.installed
 	$(if $(EVENTS),,$(error EVENTS is required: make datagen QUERY=q5 EVENTS=200000 [DATALAKE=<dir>]))
 	$(STREAMBED) data generate --events $(EVENTS) --seed $(SEED) --query $(QUERY) --lake $(DATALAKE)
+
+# Infrastructure (docs/infrastructure.md): ENV is a directory of terraform/examples and the inventory
+# inventories/$(ENV) it renders. ENV=local provisions nothing and writes inventories/local.
+#   make provision ENV=ec2 && make deploy ENV=ec2 ... make destroy ENV=ec2
+ENV ?= local
+provision: $(VENV)/.installed
+	$(STREAMBED) infra provision --env $(ENV)
+
+deploy: $(VENV)/.installed $(FLINK_JOB_JAR)
+	$(STREAMBED) infra deploy --env $(ENV)
+
+destroy: $(VENV)/.installed
+	$(STREAMBED) infra destroy --env $(ENV)
 
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) -m pytest -q

@@ -386,3 +386,32 @@ def test_tarball_with_a_wrong_checksum_is_refused(tarball_install):
     with pytest.raises(DeploymentError, match=r"(?i)checksum"):
         apply(wrong)
     assert not (install_dir / "flink-2.3.0").exists()
+
+
+@pytest.mark.parametrize("total, shares", [(5, [2, 2, 1]), (3, [1, 1, 1]), (2, [1, 1, 0]), (0, [4, 4, 4])])
+def test_a_clusters_taskmanagers_are_shared_out_over_its_hosts(tmp_path, total, shares):
+    """A budget's TaskManagers are the cluster's (services.taskmanagers): the flink role gives each
+    taskmanagers host its share, the first hosts one more; 0 keeps flink_taskmanagers (4) per host."""
+    hosts = ["tm1", "tm2", "tm3"]
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  vars:\n    ansible_connection: local\n    ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
+        "  children:\n    jobmanager:\n      hosts:\n        jm:\n    taskmanagers:\n      hosts:\n"
+        + "".join(f"        {h}:\n" for h in hosts))
+    role = ANSIBLE_DIR / "roles" / "flink"
+    (tmp_path / "play.yml").write_text(f"""
+- hosts: all
+  gather_facts: false
+  vars_files: ["{role}/defaults/main.yml", "{role}/vars/main.yml"]
+  tasks:
+    - ansible.builtin.copy:
+        content: "{{{{ flink_host_taskmanagers | int }}}} {{{{ flink_expected_taskmanagers | int }}}}"
+        dest: "{tmp_path}/{{{{ inventory_hostname }}}}"
+      delegate_to: localhost
+""")
+    done = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                           "-e", f"flink_cluster_taskmanagers={total}", "-e", "flink_taskmanagers=4"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    expected = total or 4 * len(hosts)
+    assert [(tmp_path / h).read_text() for h in hosts] == [f"{s} {expected}" for s in shares]
+    assert (tmp_path / "jm").read_text() == f"0 {expected}"  # the JobManager host runs no TaskManager

@@ -128,7 +128,7 @@ def test_deploying_a_budget_applies_the_inventorys_playbook_with_its_extra_varia
     assert deploy_pb == stop_pb == other.parent / "deploy" / "site.yml"
     assert deploy_inv == other
     assert deploy_vars == {"flink_rest_port": 28081, "flink_memory_per_slot_mb": 2048, "flink_cpu_per_slot": 0.0,
-                           "flink_taskmanagers": 1, "flink_taskmanager_slots": 6}
+                           "flink_cluster_taskmanagers": 1, "flink_taskmanager_slots": 6}
     assert stop_vars == {"flink_rest_port": 28081, "flink_state": "stopped", "prometheus_state": "stopped"}
 
 
@@ -140,7 +140,7 @@ def test_the_testbed_deploys_through_the_service_when_a_budget_needs_other_memor
     testbed.prepare(Budget(3, 4096))
     testbed.prepare(Budget(5, 4096))  # same memory per slot, slots all there: no redeploy
     assert [run[2] for run in playbook_runs] == [{"flink_memory_per_slot_mb": 4096, "flink_cpu_per_slot": 0.0,
-                                                  "flink_taskmanagers": 1, "flink_taskmanager_slots": 8}]
+                                                  "flink_cluster_taskmanagers": 1, "flink_taskmanager_slots": 8}]
 
 
 def test_slots_with_a_cpu_share_deploy_as_taskmanagers_of_a_few_slots_each(other, playbook_runs):
@@ -152,9 +152,9 @@ def test_slots_with_a_cpu_share_deploy_as_taskmanagers_of_a_few_slots_each(other
     testbed.prepare(Budget(3, 2048))
     # 6 slots for operators and 2 for the sources: 3 TaskManagers of 3 slots (0.6 core each), 1 spare
     assert playbook_runs[-1][2] == {"flink_memory_per_slot_mb": 2048, "flink_cpu_per_slot": 0.2,
-                                    "flink_taskmanagers": 3, "flink_taskmanager_slots": 3}
-    assert services.taskmanagers(8, 1) == {"flink_taskmanagers": 8, "flink_taskmanager_slots": 1}
-    assert services.taskmanagers(8, 0) == {"flink_taskmanagers": 1, "flink_taskmanager_slots": 8}
+                                    "flink_cluster_taskmanagers": 3, "flink_taskmanager_slots": 3}
+    assert services.taskmanagers(8, 1) == {"flink_cluster_taskmanagers": 8, "flink_taskmanager_slots": 1}
+    assert services.taskmanagers(8, 0) == {"flink_cluster_taskmanagers": 1, "flink_taskmanager_slots": 8}
 
 
 @pytest.mark.parametrize("line, named", [("cpu_per_slot: 0.001", "cpu_per_slot 0.001"),

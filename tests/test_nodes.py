@@ -1,4 +1,5 @@
-"""Node operations (streambed.infra.nodes, ``streambed nodes``) on inventories of their own.
+"""Node operations (streambed.infra.nodes, ``streambed nodes``), the hosts they read (infra.hosts) and the
+transports they run through (infra.transport), on inventories of their own.
 
 * The local transport for real: logs collected from a temporary state directory, disks checked on a
   temporary directory, a TaskManager stopped - a dummy process started here whose command line
@@ -28,11 +29,11 @@ import yaml
 
 from clitools import error_line, json_result, streambed
 from streambed.errors import UserError
-from streambed.infra.nodes import (TASKMANAGER_CLASS, Completed, HostTransport, LocalTransport, NodeError,
-                                   Transport, check_disks, collect_logs, end_offsets_command, find_host,
-                                   kafka_end_offsets, load_hosts, parse_end_offsets, stop_taskmanager,
-                                   taskmanager_pattern)
+from streambed.infra.hosts import NodeError, find_host, load_hosts
+from streambed.infra.nodes import (TASKMANAGER_CLASS, check_disks, collect_logs, end_offsets_command,
+                                   kafka_end_offsets, parse_end_offsets, stop_taskmanager, taskmanager_pattern)
 from streambed.infra.provider import Inventory
+from streambed.infra.transport import Completed, HostTransport, LocalTransport, Transport
 
 TESTBED = {"max_slots": 2, "memory_per_slot_mb": [1024]}
 

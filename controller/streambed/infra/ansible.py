@@ -44,18 +44,20 @@ class PlaybookResult:
     """What the roles' debug tasks said (for example that the TaskManagers run unconfined)."""
 
 
-def _ansible_playbook() -> str:
-    """The ansible-playbook next to this interpreter (the venv's), else the one on PATH."""
-    candidate = Path(sys.executable).parent / "ansible-playbook"
+def ansible_tool(name: str, error: type[UserError] = DeploymentError) -> str:
+    """Ansible's ``name`` command (ansible-playbook, ansible-inventory) next to this interpreter (the
+    venv's), else the one on PATH; ``error`` with one line when there is none."""
+    candidate = Path(sys.executable).parent / name
     if candidate.exists():
         return str(candidate)
-    found = shutil.which("ansible-playbook")
+    found = shutil.which(name)
     if found is None:
-        raise DeploymentError("ansible-playbook not found: install ansible-core in this Python environment")
+        raise error(f"{name} not found: install ansible-core in this Python environment")
     return found
 
 
-def _one_line(text: Any, limit: int = 400) -> str:
+def one_line(text: Any, limit: int = 400) -> str:
+    """``text`` on one line (whitespace runs folded), cut at ``limit`` characters."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
@@ -72,7 +74,7 @@ def _failure_message(res: dict[str, Any]) -> str:
             if isinstance(item, dict) and item.get("failed"):
                 return _failure_message(item)
         msg = res.get("reason") or f"failed (rc={res.get('rc')})"
-    return _one_line(msg)
+    return one_line(msg)
 
 
 def run_playbook(
@@ -83,11 +85,13 @@ def run_playbook(
     on_task: Callable[[str], None] | None = None,
     private_dir: Path | None = None,
     quiet: bool = True,
+    tags: str | None = None,
 ) -> PlaybookResult:
     """Apply ``playbook`` to ``inventory`` (a file or directory) with ``extra_vars``.
 
     ``on_task`` receives ``"<role> : <task>"`` (or the bare task name) as each task starts.
-    ``quiet=False`` prints Ansible's usual output. Raises :class:`DeploymentError` when a task fails,
+    ``quiet=False`` prints Ansible's usual output. ``tags`` (comma-separated) applies only the plays and
+    tasks carrying them, as ``ansible-playbook --tags``. Raises :class:`DeploymentError` when a task fails,
     a host is unreachable or ansible-playbook itself fails.
     """
     import ansible_runner  # imported here: it is slow to import and only needed to deploy
@@ -113,7 +117,7 @@ def run_playbook(
         elif kind == "runner_on_ok" and data.get("task_action") in ("debug", "ansible.builtin.debug"):
             msg = (data.get("res") or {}).get("msg")
             if msg:
-                messages.append(_one_line(msg))
+                messages.append(one_line(msg))
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             what = f"task '{data.get('task', '?')}' failed: {_failure_message(data.get('res') or {})}"
             failures.append((data.get("host", "?"), what))
@@ -127,7 +131,7 @@ def run_playbook(
     pdd.mkdir(parents=True, exist_ok=True)
     envvars = {
         # ansible-runner starts the ansible-playbook found on PATH: the one beside this interpreter.
-        "PATH": f"{Path(_ansible_playbook()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": f"{Path(ansible_tool('ansible-playbook')).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
     }
@@ -147,16 +151,17 @@ def run_playbook(
                 event_handler=handle,
                 quiet=quiet,
                 rotate_artifacts=5,
+                **({"tags": tags} if tags else {}),
             )
         except AnsibleRunnerException as exc:
-            raise DeploymentError(f"ansible-runner could not run {playbook.name}: {_one_line(exc)}") from None
+            raise DeploymentError(f"ansible-runner could not run {playbook.name}: {one_line(exc)}") from None
         elapsed = time.monotonic() - started
         stats = runner.stats or {}
         tail = ""
         if runner.rc != 0 and not failures:  # e.g. a syntax error: no task ran
             out = runner.stdout.read() if runner.stdout else ""
             errors = [ln for ln in out.splitlines() if "ERROR" in ln or "error" in ln.lower()]
-            tail = _one_line(errors[-1] if errors else (out.strip().splitlines() or [""])[-1])
+            tail = one_line(errors[-1] if errors else (out.strip().splitlines() or [""])[-1])
     finally:
         if own_dir:
             shutil.rmtree(pdd, ignore_errors=True)

@@ -1,466 +1,39 @@
-"""Commands on an inventory's hosts: the node-level operations the controller needs on clusters.
+"""The node operations the controller needs on an inventory's hosts: collect Flink's logs, check the
+data disks, stop a TaskManager, read a Kafka topic's end offsets.
 
 Deploying is Ansible's job (:mod:`.ansible`); what the controller does *between* deployments - read
 the logs after a failed run, check that the data disks have room before a campaign, kill a
 TaskManager for a fault test, read a topic's end offsets - is a handful of shell commands on a few
-hosts. They go through one small seam, :class:`Transport` (``run`` a command, ``get`` a file), with
-two implementations chosen per host from the inventory, as Ansible chooses its connection plugin:
-
-* :class:`LocalTransport`: a subprocess on this machine, for hosts with ``ansible_connection: local``
-  (``inventories/local``: no SSH at all);
-* :class:`FabricTransport`: one fabric ``Connection`` per host, from ``ansible_host``, ``ansible_user``,
-  ``ansible_port``, ``ansible_ssh_private_key_file``, the connect timeout ``ansible_ssh_timeout``
-  (else ``ansible_timeout``, else :data:`CONNECT_TIMEOUT_S`) and a ``ProxyJump`` / ``ProxyCommand``
-  in ``ansible_ssh_common_args`` (Grid'5000's access machine, a bastion).
-
-The hosts, their groups and variables are read with ``ansible-inventory --list``, so any inventory
-Ansible reads (YAML, INI, host ranges, ``group_vars/``, ``host_vars/``) is read the same way here;
-templates in the values this module uses are rendered with the inventory's rendered settings.
+hosts. The hosts and their variables come from :mod:`.hosts`; the commands run through a
+:class:`~.transport.Transport` (:mod:`.transport`), by default the one the inventory names for each host.
 
 Every failure (no such inventory or host, a host that does not answer, a command that fails) is a
-:class:`NodeError`: one line naming the host, never a traceback.
+:class:`~.hosts.NodeError`: one line naming the host, never a traceback.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 import posixpath
 import re
 import shlex
-import shutil
-import subprocess
-import sys
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Mapping, Sequence
 
-import yaml
-
-from ..errors import UserError
+from .ansible import one_line
+from .hosts import DEFAULT_STATE_DIR, Host, NodeError, _last_line, find_host, hosts_in, load_hosts
 from .provider import Inventory
+from .transport import Completed, HostTransport, Transport
 
-CONNECT_TIMEOUT_S = 10.0
-"""SSH connect timeout when the inventory sets neither ``ansible_ssh_timeout`` nor ``ansible_timeout``
-(Ansible's own default is 10 s too)."""
-COMMAND_TIMEOUT_S = 120.0
-"""The longest one node command may run (each is a pgrep, df, find or a Kafka tool: seconds)."""
 TASKMANAGER_CLASS = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
 """The entry class on a TaskManager's command line (Flink's taskmanager.sh starts it)."""
 TASKMANAGER_GROUP, JOBMANAGER_GROUP, KAFKA_GROUP = "taskmanagers", "jobmanager", "kafka"
-DEFAULT_STATE_DIR = "/var/lib/streambed"
-"""The flink role's state directory when the inventory sets no ``streambed_state_dir``."""
 DEFAULT_KAFKA_HOME = "/opt/kafka"
 DEFAULT_KAFKA_PORT = 9092
 GB = 1e9
 """Disk sizes are reported in GB of 10^9 bytes."""
-
-
-class NodeError(UserError):
-    """A node operation failed; the message is one line naming the host."""
-
-
-def _one_line(text: Any, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _last_line(*texts: str) -> str:
-    """The last non-empty line of the first text that has one (a tool's error message)."""
-    for text in texts:
-        lines = [ln for ln in (text or "").splitlines() if ln.strip()]
-        if lines:
-            return _one_line(lines[-1])
-    return ""
-
-
-# --- Hosts ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Host:
-    """One host of an inventory, with what it takes to reach it and the variables Ansible sees."""
-
-    name: str
-    """The inventory hostname."""
-    groups: tuple[str, ...]
-    connection: str
-    """``local`` or ``ssh`` (Ansible's ``ansible_connection``)."""
-    address: str
-    """``ansible_host``, else the name."""
-    user: str | None = None
-    port: int | None = None
-    key_file: str | None = None
-    connect_timeout: float = CONNECT_TIMEOUT_S
-    gateway: str | None = None
-    """``ProxyJump`` target (``user@host:port``; several hops comma-separated) from ``ansible_ssh_common_args``."""
-    proxy_command: str | None = None
-    """``ProxyCommand`` from ``ansible_ssh_common_args`` (``%h``/``%p``/``%r`` already substituted)."""
-    variables: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    """The host's variables, templates not yet rendered (see :meth:`setting`)."""
-
-    @property
-    def label(self) -> str:
-        """How messages name the host: its name and where it is reached."""
-        if self.connection == "local":
-            return f"{self.name} (local)"
-        where = f"{self.user + '@' if self.user else ''}{self.address}{f':{self.port}' if self.port else ''}"
-        return f"{self.name} ({where})"
-
-    def setting(self, key: str, default: Any = None) -> Any:
-        """The host's value of ``key`` as a playbook would see it (templates rendered), else ``default``."""
-        if key not in self.variables or self.variables[key] is None or self.variables[key] == "":
-            return default
-        return _render(self, key, self.variables[key])
-
-    def state_dir(self) -> str:
-        """The flink role's state directory on this host (``flink_state_dir``, else ``streambed_state_dir``)."""
-        return str(self.setting("flink_state_dir") or self.setting("streambed_state_dir") or DEFAULT_STATE_DIR)
-
-    def flink_log_dir(self) -> str:
-        """Flink's log directory (``env.log.dir``): ``flink_log_dir``, else ``<state dir>/log``."""
-        return str(self.setting("flink_log_dir") or posixpath.join(self.state_dir(), "log"))
-
-    def flink_conf_dir(self) -> str:
-        """Flink's configuration directory (``FLINK_CONF_DIR``), as the flink role sets it."""
-        return str(self.setting("flink_conf_dir") or posixpath.join(self.state_dir(), "conf", "flink"))
-
-
-def _render(host: Host, key: str, value: Any) -> Any:
-    """``value`` with its Jinja templates rendered in the host's variables (a few passes, for templates
-    that name templated variables)."""
-    if isinstance(value, list):
-        return [_render(host, key, v) for v in value]
-    if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
-        return value
-    import jinja2
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.filters.update(dirname=posixpath.dirname, basename=posixpath.basename, realpath=os.path.realpath)
-    context = {**host.variables, "inventory_hostname": host.name, "group_names": list(host.groups)}
-    for _ in range(5):
-        try:
-            value = env.from_string(value).render(context)
-        except jinja2.TemplateError as exc:
-            raise NodeError(f"host {host.name}: cannot resolve {key}: {_one_line(exc)}") from None
-        if "{{" not in value and "{%" not in value:
-            break
-    return value
-
-
-def _ansible_inventory() -> str:
-    """The ansible-inventory beside this interpreter (the venv's), else the one on PATH."""
-    candidate = Path(sys.executable).parent / "ansible-inventory"
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which("ansible-inventory")
-    if found is None:
-        raise NodeError("ansible-inventory not found: install ansible-core in this Python environment")
-    return found
-
-
-def _list_inventory(path: Path) -> dict[str, Any]:
-    """``ansible-inventory --list`` of the inventory directory: groups and every host's variables."""
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"}
-    try:
-        proc = subprocess.run([_ansible_inventory(), "-i", str(path), "--list"], capture_output=True, text=True,
-                              env=env, timeout=120, cwd=path)
-    except subprocess.TimeoutExpired:
-        raise NodeError(f"inventory {path}: ansible-inventory did not answer within 120 s") from None
-    if proc.returncode != 0:
-        raise NodeError(f"inventory {path}: ansible-inventory failed: {_last_line(proc.stderr, proc.stdout)}")
-    try:
-        return json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise NodeError(f"inventory {path}: ansible-inventory printed no JSON") from None
-
-
-def _members(listing: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Group -> its hosts, its children's included, in inventory order."""
-    memo: dict[str, list[str]] = {}
-
-    def members(group: str, seen: frozenset[str]) -> list[str]:
-        if group in memo:
-            return memo[group]
-        entry = listing.get(group) or {}
-        hosts = list(entry.get("hosts") or [])
-        for child in entry.get("children") or []:
-            if child not in seen:
-                hosts += members(child, seen | {child})
-        memo[group] = list(dict.fromkeys(hosts))
-        return memo[group]
-
-    return {g: members(g, frozenset({g})) for g in listing if g != "_meta"}
-
-
-def _proxy(args: str, user: str | None, address: str, port: int | None) -> tuple[str | None, str | None]:
-    """(ProxyJump, ProxyCommand) of ssh options such as ``-o ProxyJump=me@access.grid5000.fr``."""
-    try:
-        words = shlex.split(args)
-    except ValueError:
-        return None, None
-    options: dict[str, str] = {}
-    for i, word in enumerate(words):
-        text = None
-        if word in ("-o", "-J") and i + 1 < len(words):
-            text = words[i + 1] if word == "-o" else f"ProxyJump={words[i + 1]}"
-        elif word.startswith("-o") and len(word) > 2:
-            text = word[2:]
-        if text:
-            key, sep, value = text.partition("=")
-            if not sep:
-                key, _, value = text.partition(" ")
-            options[key.strip().lower()] = value.strip()
-    jump = options.get("proxyjump")
-    command = options.get("proxycommand")
-    if command:
-        tokens = {"%h": address, "%p": str(port or 22), "%r": user or "", "%%": "%"}
-        command = re.sub(r"%[hpr%]", lambda m: tokens[m.group(0)], command)
-    return (jump if jump and jump.lower() != "none" else None), (command if command and command.lower() != "none"
-                                                                  else None)
-
-
-def load_hosts(inventory: Inventory) -> dict[str, Host]:
-    """Every host of ``inventory``, by name, in inventory order, with its connection and variables.
-
-    Values of ``group_vars/all.yml`` a host does not override are the inventory's rendered settings;
-    variables passed on top of the inventory (``Inventory.with_vars``) win, as ``-e`` does in Ansible."""
-    listing = _list_inventory(inventory.path)
-    hostvars = (listing.get("_meta") or {}).get("hostvars") or {}
-    members = _members(listing)
-    names = list(dict.fromkeys(members.get("all") or [])) or list(hostvars)
-    raw_all = _raw_all(inventory.path)
-    hosts = {}
-    for name in names:
-        variables = dict(hostvars.get(name) or {})
-        for key, raw in raw_all.items():  # not overridden by the host: the settings already rendered
-            if key in inventory.settings and variables.get(key, raw) == raw:
-                variables[key] = inventory.settings[key]
-        variables.update(inventory.extra_vars)
-        variables.setdefault("inventory_dir", str(inventory.path))
-        groups = tuple(g for g, hs in members.items() if name in hs and g not in ("all", "ungrouped"))
-        hosts[name] = _host(name, groups, variables)
-    return hosts
-
-
-def _raw_all(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load((path / "group_vars" / "all.yml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _host(name: str, groups: tuple[str, ...], variables: dict[str, Any]) -> Host:
-    probe = Host(name, groups, "ssh", name, variables=variables)
-    connection = str(probe.setting("ansible_connection", "ssh"))
-    if connection in ("ssh", "paramiko", "smart"):
-        connection = "ssh"
-    elif connection != "local":
-        raise NodeError(f"host {name}: ansible_connection {connection!r} is not supported here (local or ssh)")
-    address = str(probe.setting("ansible_host", name))
-    user = probe.setting("ansible_user") or probe.setting("ansible_ssh_user")
-    port = probe.setting("ansible_port") or probe.setting("ansible_ssh_port")
-    timeout = probe.setting("ansible_ssh_timeout") or probe.setting("ansible_timeout") or CONNECT_TIMEOUT_S
-    try:
-        port = int(port) if port not in (None, "") else None
-        if port is not None and not 0 < port < 65536:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise NodeError(f"host {name}: ansible_port {port!r}: expected a port from 1 to 65535") from None
-    try:
-        timeout = float(timeout)
-        if not 0 < timeout <= 3600:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise NodeError(f"host {name}: ansible_ssh_timeout {timeout!r}: expected seconds from 1 to 3600") from None
-    key = probe.setting("ansible_ssh_private_key_file") or probe.setting("ansible_private_key_file")
-    user = str(user) if user else None
-    args = " ".join(str(probe.setting(k, "")) for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args"))
-    jump, command = _proxy(args, user, address, port)
-    return Host(name, groups, connection, address, user, port, os.path.expanduser(str(key)) if key else None,
-                timeout, jump, command, variables)
-
-
-def hosts_in(hosts: Mapping[str, Host], *groups: str) -> list[Host]:
-    """The hosts of any of ``groups``, each once, in inventory order."""
-    return [h for h in hosts.values() if any(g in h.groups for g in groups)]
-
-
-def find_host(hosts: Mapping[str, Host], name: str, group: str | None = None) -> Host:
-    """The host called ``name`` (in ``group`` when given); one line listing the names when there is none."""
-    candidates = hosts_in(hosts, group) if group else list(hosts.values())
-    for h in candidates:
-        if h.name == name:
-            return h
-    where = f"the {group} group" if group else "the inventory"
-    known = ", ".join(h.name for h in candidates) or "none"
-    raise NodeError(f"unknown host {name!r}: hosts of {where}: {known}")
-
-
-# --- Transports -------------------------------------------------------------------------------------
-
-
-class Completed(NamedTuple):
-    """What a command left: its exit code, standard output and standard error."""
-
-    code: int
-    stdout: str
-    stderr: str
-
-
-@runtime_checkable
-class Transport(Protocol):
-    """Runs shell commands on a host and copies files from it."""
-
-    def run(self, host: Host, command: str, timeout: float = COMMAND_TIMEOUT_S) -> Completed:
-        """Run ``command`` with the host's POSIX shell; a non-zero exit is returned, not raised."""
-
-    def get(self, host: Host, remote_path: str, local_path: Path) -> None:
-        """Copy the host's file ``remote_path`` to ``local_path`` on this machine (parents created)."""
-
-
-class _Closes:
-    """``with transport:`` closes its connections at the end."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class LocalTransport(_Closes):
-    """This machine: ``/bin/sh -c`` in a subprocess, files copied with shutil (``ansible_connection: local``)."""
-
-    def run(self, host: Host, command: str, timeout: float = COMMAND_TIMEOUT_S) -> Completed:
-        try:
-            proc = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, errors="replace",
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise NodeError(f"host {host.label}: a command did not finish within {timeout:g} s") from None
-        return Completed(proc.returncode, proc.stdout, proc.stderr)
-
-    def get(self, host: Host, remote_path: str, local_path: Path) -> None:
-        local_path = Path(local_path)
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            shutil.copyfile(remote_path, local_path)
-        except OSError as exc:
-            raise NodeError(f"host {host.label}: cannot copy {remote_path}: {exc.strerror or exc}") from None
-
-
-class FabricTransport(_Closes):
-    """SSH through fabric: one ``Connection`` per host, opened on first use and kept until :meth:`close`."""
-
-    def __init__(self) -> None:
-        self._connections: dict[str, Any] = {}
-        # paramiko's transport thread logs a traceback when a handshake fails; the failure reaches the
-        # caller as a NodeError, so without a handler of the application's these records go nowhere.
-        logging.getLogger("paramiko").addHandler(logging.NullHandler())
-
-    def _connection(self, host: Host):
-        if host.name in self._connections:
-            return self._connections[host.name]
-        import paramiko
-        from fabric import Connection
-
-        if host.key_file and not os.path.isfile(host.key_file):
-            raise NodeError(f"host {host.label}: ansible_ssh_private_key_file {host.key_file} does not exist")
-        timeout = max(1, round(host.connect_timeout))
-        # A host that accepts TCP but never speaks SSH (a hung sshd) fails within the timeout too.
-        keys = {"banner_timeout": timeout, "auth_timeout": timeout,
-                **({"key_filename": host.key_file} if host.key_file else {})}
-        gateway: Any = host.proxy_command
-        for hop in (host.gateway or "").split(","):  # ProxyJump a,b: a first, then b, then the host
-            if hop.strip():
-                gateway = Connection(hop.strip(), connect_timeout=timeout, connect_kwargs=dict(keys), gateway=gateway)
-        conn = Connection(host.address, user=host.user, port=host.port, connect_timeout=timeout,
-                          connect_kwargs=dict(keys), gateway=gateway)
-        try:
-            conn.open()
-        except paramiko.BadHostKeyException:
-            raise NodeError(f"host {host.label}: its SSH host key is not the one known for it (reinstalled? "
-                            f"remove its line from known_hosts)") from None
-        except paramiko.AuthenticationException as exc:
-            raise NodeError(f"host {host.label}: SSH authentication failed ({_one_line(exc)}); check ansible_user "
-                            f"and ansible_ssh_private_key_file") from None
-        except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise NodeError(f"host {host.label} is unreachable: {_unreachable(exc, timeout)}") from None
-        self._connections[host.name] = conn
-        return conn
-
-    def run(self, host: Host, command: str, timeout: float = COMMAND_TIMEOUT_S) -> Completed:
-        from invoke.exceptions import CommandTimedOut
-
-        conn = self._connection(host)
-        try:
-            result = conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
-        except CommandTimedOut:
-            raise NodeError(f"host {host.label}: a command did not finish within {timeout:g} s") from None
-        except (OSError, EOFError) as exc:
-            raise NodeError(f"host {host.label}: the connection failed: {_one_line(exc)}") from None
-        return Completed(result.exited, result.stdout, result.stderr)
-
-    def get(self, host: Host, remote_path: str, local_path: Path) -> None:
-        conn = self._connection(host)
-        local_path = Path(local_path)
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            conn.get(remote_path, local=str(local_path))
-        except (OSError, EOFError) as exc:
-            raise NodeError(f"host {host.label}: cannot copy {remote_path}: "
-                            f"{getattr(exc, 'strerror', None) or _one_line(exc)}") from None
-
-    def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-            gateway = conn.gateway
-            while gateway is not None and not isinstance(gateway, str):
-                gateway.close()
-                gateway = gateway.gateway
-        self._connections.clear()
-
-
-def _unreachable(exc: BaseException, timeout: int) -> str:
-    """Why a connection failed, in words (paramiko's own messages are cryptic)."""
-    from paramiko.ssh_exception import NoValidConnectionsError
-
-    if isinstance(exc, NoValidConnectionsError):  # every address refused the TCP connection
-        causes = {e.strerror or str(e) for e in exc.errors.values()}
-        return f"{', '.join(sorted(causes)) or 'connection refused'} on port {exc.errors and next(iter(exc.errors))[1]}"
-    text = (exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)) or type(exc).__name__
-    if isinstance(exc, TimeoutError) or "timed out" in text:
-        return f"no answer within {timeout} s"
-    if "banner" in text or "No existing session" in text:  # TCP accepted, no SSH server answered
-        return f"no SSH server answered ({text})"
-    return text
-
-
-class HostTransport(_Closes):
-    """The transport the inventory names for each host: local for ``ansible_connection: local``, else SSH."""
-
-    def __init__(self) -> None:
-        self.local = LocalTransport()
-        self.ssh = FabricTransport()
-
-    def _for(self, host: Host) -> LocalTransport | FabricTransport:
-        return self.local if host.connection == "local" else self.ssh
-
-    def run(self, host: Host, command: str, timeout: float = COMMAND_TIMEOUT_S) -> Completed:
-        return self._for(host).run(host, command, timeout)
-
-    def get(self, host: Host, remote_path: str, local_path: Path) -> None:
-        self._for(host).get(host, remote_path, local_path)
-
-    def close(self) -> None:
-        self.ssh.close()
 
 
 @contextmanager
@@ -612,12 +185,12 @@ def check_disks(inventory: Inventory, min_free_gb: float = 10.0, paths: Sequence
             lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
             if len(lines) != len(wanted):
                 raise NodeError(f"host {host.label}: df failed: "
-                                f"{_last_line(done.stderr) or _one_line(done.stdout) or 'no output'}")
+                                f"{_last_line(done.stderr) or one_line(done.stdout) or 'no output'}")
             for path, line in zip(wanted, lines):
                 checked, _, df = line.partition("\t")
                 m = _DF_LINE.match(df.strip())
                 if not m:
-                    raise NodeError(f"host {host.label}: unexpected df output for {path}: {_one_line(df)}")
+                    raise NodeError(f"host {host.label}: unexpected df output for {path}: {one_line(df)}")
                 total, free = int(m.group(2)) * 1024 / GB, int(m.group(4)) * 1024 / GB
                 disks.append(DiskSpace(host.name, path, checked, m.group(6), round(free, 3), round(total, 3),
                                        free >= min_free_gb))

@@ -50,20 +50,47 @@ class FlinkService:
         return self._apply({"flink_state": "stopped", "prometheus_state": "stopped"})
 
     def _apply(self, variables: dict) -> PlaybookResult:
-        on_task = (lambda task: self.log(f"ansible: {task}")) if self.log else None
-        result = run_playbook(self.inventory.playbook, self.inventory.path, {**self.inventory.extra_vars, **variables},
-                              on_task=on_task)
-        if self.log:
-            for message in result.messages:
-                self.log(message)
-        return result
+        return _apply(self.inventory, variables, self.log)
+
+
+SERVICES = ("flink", "prometheus", "kafka", "spark", "node_exporter", "grafana")
+"""The roles of ansible/site.yml that run processes, each stopped by ``<service>_state: stopped``."""
+
+
+class SiteService:
+    """Every service of an inventory (``make deploy ENV=...``): site.yml applied whole, each play on
+    the hosts of its groups (ansible/site.yml says which services an inventory runs)."""
+
+    def __init__(self, inventory: Inventory, log: Callable[[str], None] | None = None):
+        self.inventory = inventory
+        self.log = log
+
+    def deploy(self) -> PlaybookResult:
+        """Install, configure and start every service of the inventory; idempotent."""
+        return _apply(self.inventory, {}, self.log)
+
+    def destroy(self) -> PlaybookResult:
+        """Stop every service (state directories, logs and data stay)."""
+        return _apply(self.inventory, {f"{s}_state": "stopped" for s in SERVICES}, self.log)
+
+
+def _apply(inventory: Inventory, variables: dict, log: Callable[[str], None] | None) -> PlaybookResult:
+    """The inventory's playbook with its extra variables and ``variables`` over them; each task and
+    what the roles said go to ``log``."""
+    on_task = (lambda task: log(f"ansible: {task}")) if log else None
+    result = run_playbook(inventory.playbook, inventory.path, {**inventory.extra_vars, **variables}, on_task=on_task)
+    if log:
+        for message in result.messages:
+            log(message)
+    return result
 
 
 def taskmanagers(slots: int, slots_per_taskmanager: int) -> dict:
-    """The flink role's TaskManager count and slots per TaskManager for ``slots`` slots in all
-    (rounded up to whole TaskManagers)."""
+    """The flink role's TaskManager count for the whole cluster and slots per TaskManager for
+    ``slots`` slots in all (rounded up to whole TaskManagers). The role shares the count out over
+    the ``taskmanagers`` hosts: a budget is the cluster's, however many hosts it has."""
     per = slots_per_taskmanager if slots_per_taskmanager > 0 else slots
-    return {"flink_taskmanagers": -(-slots // per), "flink_taskmanager_slots": per}
+    return {"flink_cluster_taskmanagers": -(-slots // per), "flink_taskmanager_slots": per}
 
 
 def flink_home() -> Path:

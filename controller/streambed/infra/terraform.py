@@ -235,19 +235,23 @@ class TerraformProvider:
     variables: Mapping[str, Any] = field(default_factory=dict)
     state_dir: Path | None = None
     name: str = "terraform"
+    log: Callable[[str], None] | None = None
+    """Called with each line Terraform prints."""
 
     @classmethod
     def of(cls, platform: str, inventory_dir: Path, variables: Mapping[str, Any] | None = None,
-           examples: Path = EXAMPLES, state_dir: Path | None = None) -> TerraformProvider:
+           examples: Path = EXAMPLES, state_dir: Path | None = None,
+           log: Callable[[str], None] | None = None) -> TerraformProvider:
         """The provider of ``terraform/examples/<platform>``; one line listing them for an unknown one."""
         known = sorted(p.name for p in Path(examples).iterdir() if p.is_dir()) if Path(examples).is_dir() else []
         if platform not in known:
             raise TerraformError(f"platform {platform!r}: expected one of {', '.join(known) or '(none found)'} "
                                  f"(directories of {examples})")
-        return cls(Path(examples) / platform, Path(inventory_dir), dict(variables or {}), state_dir, name=platform)
+        return cls(Path(examples) / platform, Path(inventory_dir), dict(variables or {}), state_dir, name=platform,
+                   log=log)
 
     def provision(self) -> Inventory:
-        return provision(self.example, self.inventory_dir, self.variables, self.state_dir)
+        return provision(self.example, self.inventory_dir, self.variables, self.state_dir, self.log)
 
-    def destroy(self, inventory: Inventory) -> None:
-        destroy(self.example, self.variables, self.state_dir)
+    def destroy(self, inventory: Inventory | None) -> None:
+        destroy(self.example, self.variables, self.state_dir, self.log)

@@ -1,0 +1,52 @@
+"""Platforms by name (``--env``, ``make provision ENV=...``): each is a root module of
+terraform/examples and the inventory ``inventories/<name>`` it renders. ``local`` provisions nothing:
+its example renders the committed inventories/local as it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import UserError
+from ..files import read_input_text
+from .provider import Inventory
+from .terraform import TerraformProvider
+
+INVENTORIES = Path("inventories")
+"""Where each platform's inventory is written, relative to the repository's root (where make runs)."""
+
+
+def inventory_dir(env: str, inventory: Path | None = None) -> Path:
+    """``inventory`` if given, else inventories/<env>."""
+    return Path(inventory) if inventory else INVENTORIES / env
+
+
+def variables_of(var_file: Path | None) -> dict[str, Any]:
+    """Terraform variables from a JSON file (``--var-file``); one line when it is not a JSON object."""
+    if var_file is None:
+        return {}
+    try:
+        data = json.loads(read_input_text(Path(var_file)))
+    except ValueError as e:
+        raise UserError(f"--var-file: {var_file} is not JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"--var-file: {var_file} must hold a JSON object of variable -> value")
+    return data
+
+
+def terraform_provider(env: str, inventory: Path | None = None, var_file: Path | None = None,
+                       log: Callable[[str], None] | None = None) -> TerraformProvider:
+    """The provider of ``env`` (one line listing the platforms for an unknown one)."""
+    return TerraformProvider.of(env, inventory_dir(env, inventory), variables_of(var_file), log=log)
+
+
+def inventory_of(env: str, inventory: Path | None = None, must_exist: bool = True) -> Inventory | None:
+    """The inventory ``env`` provisioned; one line saying to provision first when there is none (or
+    None when ``must_exist`` is false)."""
+    path = inventory_dir(env, inventory)
+    if not path.is_dir():
+        if not must_exist:
+            return None
+        raise UserError(f"--env {env}: no inventory at {path}; provision first (make provision ENV={env})")
+    return Inventory.load(path, option="--env")
