@@ -4,6 +4,7 @@ tests/test_ansible.py applies site.yml for real; Terraform's local example runs 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -84,3 +85,24 @@ def test_deploy_applies_the_whole_site_and_destroy_stops_every_service(capsys, r
              if (p / "defaults" / "main.yml").is_file()
              and f"{p.name}_state:" in (p / "defaults" / "main.yml").read_text()}
     assert roles == set(services.SERVICES)  # a role that runs a process is stopped by destroy
+
+
+def test_deploy_and_destroy_take_the_production_inventory_beside_the_testbeds(capsys, repo_cwd, playbook_runs,
+                                                                           tmp_path, monkeypatch):
+    """provision writes <inventory>-production for the production cluster: make deploy brings up both
+    clusters, make destroy stops both before the machines go."""
+    from streambed.infra import terraform
+
+    testbed = tmp_path / "ec2"
+    for where in (testbed, tmp_path / "ec2-production"):
+        shutil.copytree(REPO / "inventories" / "local", where)
+    code, out, err = run(capsys, "infra", "deploy", "--env", "ec2", "--inventory", str(testbed), "--json", "--quiet")
+    assert code == 0, err
+    assert [d["inventory"] for d in json.loads(out)["deployed"]] == [str(testbed), str(tmp_path / "ec2-production")]
+    destroyed = []
+    monkeypatch.setattr(terraform, "destroy", lambda *a, **k: destroyed.append(a[0]))
+    code, out, err = run(capsys, "infra", "destroy", "--env", "ec2", "--inventory", str(testbed), "--json", "--quiet")
+    assert code == 0, err
+    assert json.loads(out)["stopped"] == [str(testbed), str(tmp_path / "ec2-production")]
+    assert destroyed == [Path("terraform/examples/ec2")]
+    assert [set(v.values()) for v in playbook_runs] == [set(), set(), {"stopped"}, {"stopped"}]

@@ -216,20 +216,26 @@ def _manifest_of(request_xml: bytes) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-def test_cloudlab_profile_and_manifest_render_an_ansible_inventory(tmp_path, terraform_bin):
+@pytest.fixture(scope="module")
+def cloudlab(tmp_path_factory, terraform_bin) -> dict:
+    """examples/cloudlab through the wrapper, both steps, with a manifest made from profile.py's real
+    request: the inventory written as ``make provision ENV=cloudlab`` writes it, under
+    <root>/inventories/cloudlab (<root> standing for the repository its paths resolve to)."""
     import geni.rspec.emulab  # noqa: F401 - adds Blockstore to nodes, as on CloudLab
     import geni.rspec.pg as pg
 
+    root = tmp_path_factory.mktemp("cloudlab")
     profile = _load("streambed_cloudlab_profile", CLOUDLAB / "profile.py")
     manifest = _load("streambed_cloudlab_manifest", CLOUDLAB / "manifest.py")
     example = REPO / "terraform" / "examples" / "cloudlab"
     sizes = {"cloudlab_user": "jdoe", "testbed_taskmanagers": 2, "production_taskmanagers": 2,
              "replay_rate": 1.5e6, "replay_events": 1e9}
+    inventory_dir, state = root / "inventories" / "cloudlab", root / "state"
 
     # 1. Terraform gives the profile's parameters; no inventory before the experiment exists.
     with pytest.raises(UserError, match="no inventory rendered yet.*start profile.py"):
-        tfw.provision(example, tmp_path / "inventory", sizes, state_dir=tmp_path / "state")
-    bindings = tfw.Terraform(example, state_dir=tmp_path / "state").output()["profile_bindings"]
+        tfw.provision(example, inventory_dir, sizes, state_dir=state)
+    bindings = tfw.Terraform(example, state_dir=state).output()["profile_bindings"]
     assert bindings["kafka_nodes"] == "2" and bindings["kafka_disk_gb"] == "125"
 
     # 2. profile.py asks CloudLab for exactly the topology's nodes.
@@ -239,25 +245,97 @@ def test_cloudlab_profile_and_manifest_render_an_ansible_inventory(tmp_path, ter
     assert request.count(b"<node ") == 1 + 2 + 1 + 2 + 2 + 1 + 1
 
     # 3. Its manifest's addresses render the inventory (Terraform refuses a manifest missing a node).
-    (tmp_path / "manifest.xml").write_text(_manifest_of(request))
-    addresses = manifest.addresses((tmp_path / "manifest.xml").read_text())
-    inventory = tfw.provision(example, tmp_path / "inventory", {**sizes, "manifest_addresses": addresses},
-                              state_dir=tmp_path / "state")
-    assert inventory.settings["flink_jobmanager_host"] == addresses["streambed-tb-jm"]["private"]
-    assert sorted(p.name for p in (inventory.path / "group_vars").iterdir()) == ["all.yml", "production.yml"]
+    (root / "manifest.xml").write_text(_manifest_of(request))
+    addresses = manifest.addresses((root / "manifest.xml").read_text())
+    inventory = tfw.provision(example, inventory_dir, {**sizes, "manifest_addresses": addresses}, state_dir=state)
+    return {"root": root, "inventory": inventory, "addresses": addresses}
 
-    # 4. Ansible reads it as meant: groups, private addresses, the controller as jump host.
-    listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i",
-                             str(inventory.path / "hosts.yml"), "--list"], capture_output=True, text=True, timeout=120)
+
+def _ansible_inventory(source: Path) -> dict:
+    """What Ansible reads from an inventory source (``ansible-inventory --list``), with the project's
+    ansible.cfg as the controller's runs have it."""
+    listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list"],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible" / "ansible.cfg")})
     assert listed.returncode == 0, listed.stderr
-    seen = json.loads(listed.stdout)
+    return json.loads(listed.stdout)
+
+
+def _private(addresses: dict, *names: str) -> list[str]:
+    return [addresses[name]["private"] for name in names]
+
+
+def test_cloudlab_profile_and_manifest_render_an_ansible_inventory(cloudlab):
+    inventory, addresses = cloudlab["inventory"], cloudlab["addresses"]
+    assert inventory.settings["flink_jobmanager_host"] == addresses["streambed-tb-jm"]["private"]
+    assert sorted(p.name for p in (inventory.path / "group_vars").iterdir()) == ["all.yml"]
+    assert inventory.testbed["max_slots"] == 2 * 4 - 1
+
+    # 4. Ansible reads it as meant: groups, private addresses, the controller as jump host, and nothing
+    # of the production cluster (an inventory of its own, below).
+    seen = _ansible_inventory(inventory.path / "hosts.yml")
     assert seen["taskmanagers"]["hosts"] == ["streambed-tb-tm-01", "streambed-tb-tm-02"]
     assert seen["kafka"]["hosts"] == ["streambed-kafka-01", "streambed-kafka-02"]
-    assert sorted(seen["production"]["children"]) == ["production_jobmanager", "production_taskmanagers"]
+    assert not [g for g in seen if g.startswith("production")]
+    assert not [h for h in seen["_meta"]["hostvars"] if h.startswith("streambed-prod-")]
     kafka = seen["_meta"]["hostvars"]["streambed-kafka-02"]
     assert kafka["ansible_host"] == addresses["streambed-kafka-02"]["private"]
     assert kafka["ansible_ssh_common_args"] == "-o ProxyJump=jdoe@streambed-controller.exp.streambed.utah.cloudlab.us"
     assert kafka["kafka_log_dirs"] == ["/data/kafka"]
+
+
+def test_the_production_cluster_is_an_inventory_of_its_own(cloudlab):
+    """<inventory>-production: what `streambed validate --testbed flink --inventory` deploys and measures
+    on (groups jobmanager, taskmanagers, monitoring), written by provision, loaded by Inventory.load."""
+    root, testbed, addresses = cloudlab["root"], cloudlab["inventory"], cloudlab["addresses"]
+    where = tfw.production_dir(testbed.path)
+    assert where == testbed.path.with_name(testbed.path.name + "-production")
+    written = sorted(str(p.relative_to(where)) for p in where.rglob("*") if p.is_file())
+    assert written == ["group_vars/all.yml", "hosts.yml", "testbed.yml"]
+    assert not (testbed.path / "production").exists()
+    production = Inventory.load(where)
+    v = production.settings
+
+    # Its Flink: the production JobManager; its Prometheus: the testbed's monitoring node, another port
+    # and state directory (both clusters watched at once).
+    assert v["flink_jobmanager_host"] == v["flink_rest_address"] == addresses["streambed-prod-jm"]["private"]
+    assert v["prometheus_listen_host"] == testbed.settings["prometheus_listen_host"] == addresses["streambed-monitoring"]["private"]
+    assert (v["prometheus_port"], testbed.settings["prometheus_port"]) == (9091, 9090)
+    assert v["streambed_state_dir"] == str(root / ".streambed" / "cloudlab-production")
+    assert testbed.settings["streambed_state_dir"] == str(root / ".streambed" / "cloudlab")
+    # Paths resolve to the same repository (a sibling directory, the same depth).
+    assert production.playbook == testbed.playbook == root / "ansible" / "site.yml"
+    assert production.path_setting("streambed_job_jar") == root / "flink" / "build" / "streambed-job.jar"
+    assert production.path_setting("streambed_queries_dir") == testbed.path_setting("streambed_queries_dir")
+    # What it offers a validated plan: 2 TaskManagers x 4 slots, less the source's, at its own profile.
+    assert production.testbed["max_slots"] == 2 * 4 - 1 and production.testbed["memory_per_slot_mb"] == [2048]
+    assert production.testbed["slots_per_taskmanager"] == 4 and v["flink_memory_per_slot_mb"] == 2048
+
+    # As Ansible reads it (the directory, as the controller passes it): the production nodes at their
+    # private addresses, the monitoring node, nothing of the testbed's.
+    seen = _ansible_inventory(production.path)
+    hostvars = seen["_meta"]["hostvars"]
+    groups = {g: seen[g]["hosts"] for g in ("jobmanager", "taskmanagers", "monitoring")}
+    assert groups == {"jobmanager": ["streambed-prod-jm"], "taskmanagers": ["streambed-prod-tm-01", "streambed-prod-tm-02"],
+                      "monitoring": ["streambed-monitoring"]}
+    assert sorted(hostvars) == sorted(h for hs in groups.values() for h in hs)
+    assert [hostvars[h]["ansible_host"] for h in groups["taskmanagers"]] == _private(
+        addresses, "streambed-prod-tm-01", "streambed-prod-tm-02")
+    assert hostvars["streambed-prod-jm"]["ansible_host"] == addresses["streambed-prod-jm"]["private"]
+    testbed_only = set(_private(addresses, *(n for n in addresses if not n.startswith("streambed-prod-")
+                                            and n != "streambed-monitoring")))
+    text = "\n".join((production.path / f).read_text() for f in ("hosts.yml", "group_vars/all.yml"))
+    assert not [a for a in testbed_only if re.search(rf"\b{re.escape(a)}\b", text)], testbed_only
+    assert hostvars["streambed-prod-tm-01"]["prometheus_port"] == 9091
+    assert hostvars["streambed-prod-tm-01"]["streambed_services"] == ["java", "flink", "prometheus"]
+
+
+def test_the_testbeds_inventory_directory_holds_no_production_node(cloudlab):
+    """Ansible reads an inventory directory recursively: the production inventory is a sibling, so the
+    testbed's (as run_playbook passes it, a directory) lists none of the production nodes."""
+    seen = _ansible_inventory(cloudlab["inventory"].path)
+    assert seen["jobmanager"]["hosts"] == ["streambed-tb-jm"]
+    assert not [h for h in seen["_meta"]["hostvars"] if h.startswith("streambed-prod-")]
 
 
 def test_cloudlab_profile_refuses_bad_parameters():

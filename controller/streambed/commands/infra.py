@@ -46,25 +46,27 @@ def cmd_provision(args, out: Output) -> None:
 
 
 def cmd_deploy(args, out: Output) -> None:
-    from ..infra.platforms import inventory_of
+    from ..infra.platforms import inventories_of
     from ..infra.services import SiteService
 
-    inventory = inventory_of(args.env, args.inventory)
-    out.info(f"deploying every service of {inventory.path} (ansible/site.yml)")
-    result = SiteService(inventory, None if args.quiet else out.info).deploy()
-    out.info(f"deployed: {result.ok} ok, {result.changed} changed in {result.elapsed_s:.0f} s")
-    out.result({"env": args.env, "inventory": str(inventory.path), "ok": result.ok, "changed": result.changed,
-                "elapsed_s": result.elapsed_s})
+    done = []
+    for inventory in inventories_of(args.env, args.inventory):
+        out.info(f"deploying every service of {inventory.path} (ansible/site.yml)")
+        result = SiteService(inventory, None if args.quiet else out.info).deploy()
+        out.info(f"deployed: {result.ok} ok, {result.changed} changed in {result.elapsed_s:.0f} s")
+        done.append({"inventory": str(inventory.path), "ok": result.ok, "changed": result.changed,
+                     "elapsed_s": result.elapsed_s})
+    out.result({"env": args.env, "deployed": done})
 
 
 def cmd_destroy(args, out: Output) -> None:
     from ..infra.ansible import DeploymentError
-    from ..infra.platforms import inventory_of
+    from ..infra.platforms import inventories_of
     from ..infra.services import SiteService
 
     provider = _provider(args, out)
-    inventory = inventory_of(args.env, args.inventory, must_exist=False)
-    if inventory is not None:
+    inventories = inventories_of(args.env, args.inventory, must_exist=False)
+    for inventory in inventories:
         out.info(f"stopping every service of {inventory.path}")
         try:
             SiteService(inventory, None if args.quiet else out.info).destroy()
@@ -74,5 +76,5 @@ def cmd_destroy(args, out: Output) -> None:
             # The machines go anyway: a host already gone must not keep the others running (and paid).
             out.warn(f"could not stop every service ({e}); destroying the machines anyway")
     out.info(f"destroying what provision created for {args.env}")
-    provider.destroy(inventory)
-    out.result({"env": args.env, "inventory": str(inventory.path) if inventory else None, "destroyed": True})
+    provider.destroy(inventories[0] if inventories else None)
+    out.result({"env": args.env, "stopped": [str(i.path) for i in inventories], "destroyed": True})

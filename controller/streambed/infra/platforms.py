@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ..errors import UserError
 from ..files import read_input_text
 from .provider import Inventory
-from .terraform import TerraformProvider
+from .terraform import TerraformProvider, production_dir
 
 INVENTORIES = Path("inventories")
 """Where each platform's inventory is written, relative to the repository's root (where make runs)."""
@@ -50,3 +50,13 @@ def inventory_of(env: str, inventory: Path | None = None, must_exist: bool = Tru
             return None
         raise UserError(f"--env {env}: no inventory at {path}; provision first (make provision ENV={env})")
     return Inventory.load(path, option="--env")
+
+
+def inventories_of(env: str, inventory: Path | None = None, must_exist: bool = True) -> list[Inventory]:
+    """The testbed's inventory of ``env`` and, when provision rendered one, the production cluster's
+    beside it (``<inventory>-production``): what ``make deploy`` and ``make destroy`` act on."""
+    testbed = inventory_of(env, inventory, must_exist)
+    if testbed is None:
+        return []
+    production = production_dir(testbed.path)
+    return [testbed, Inventory.load(production, option="--env")] if production.is_dir() else [testbed]

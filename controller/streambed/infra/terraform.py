@@ -41,6 +41,15 @@ STATE_ROOT = Path(".streambed") / "terraform"
 """Default parent of each example's state directory, relative to the working directory."""
 INVENTORY_OUTPUT = "inventory_files"
 """The output every example renders its inventory into: inventory path -> content."""
+PRODUCTION_OUTPUT = "production_inventory_files"
+"""The production cluster's inventory (empty without one), written beside the testbed's."""
+
+
+def production_dir(inventory_dir: Path | str) -> Path:
+    """Where the production cluster's inventory goes: ``<inventory>-production``, a sibling (Ansible
+    reads an inventory directory recursively: inside, its hosts would join the testbed's groups)."""
+    path = Path(inventory_dir)
+    return path.with_name(f"{path.name}-production")
 
 
 class TerraformError(UserError):
@@ -215,6 +224,9 @@ def provision(example: Path | str, inventory_dir: Path | str, variables: Mapping
         raise TerraformError(f"{example}: no inventory rendered yet (output {INVENTORY_OUTPUT} is empty)"
                              + (f"; {hint}" if isinstance(hint, str) else ""))
     write_inventory(files, inventory_dir)
+    production = outputs.get(PRODUCTION_OUTPUT) or {}
+    if production:
+        write_inventory(production, production_dir(inventory_dir))
     return Inventory.load(inventory_dir)
 
 

@@ -83,9 +83,9 @@ variable "admin_cidr" {
 }
 
 variable "admin_ports" {
-  description = "TCP ports open to admin_cidr: SSH, Flink's REST API and web UI, Prometheus, Grafana."
+  description = "TCP ports open to admin_cidr: SSH, Flink's REST API and web UI, the testbed's and the production cluster's Prometheus, Grafana."
   type        = list(number)
-  default     = [22, 8081, 9090, 3000]
+  default     = [22, 8081, 9090, 9091, 3000]
 
   validation {
     condition     = alltrue([for p in var.admin_ports : p >= 1 && p <= 65535 && floor(p) == p])

@@ -8,22 +8,33 @@ locals {
 
   # Ansible group -> node names, in the order hosts.yml lists them. The first three are the groups
   # ansible/site.yml deploys (inventories/local has those only); the rest exist when their role does.
+  # The production cluster is not here: it is an inventory of its own (production/, below).
   group_roles = {
-    jobmanager              = "testbed_jobmanager"
-    taskmanagers            = "testbed_taskmanager"
-    monitoring              = "monitoring"
-    kafka                   = "kafka"
-    controller              = "controller"
-    production_jobmanager   = "production_jobmanager"
-    production_taskmanagers = "production_taskmanager"
+    jobmanager   = "testbed_jobmanager"
+    taskmanagers = "testbed_taskmanager"
+    monitoring   = "monitoring"
+    kafka        = "kafka"
+    controller   = "controller"
   }
-  group_order = ["jobmanager", "taskmanagers", "monitoring", "kafka", "controller", "production_jobmanager", "production_taskmanagers"]
+  group_order = ["jobmanager", "taskmanagers", "monitoring", "kafka", "controller"]
   role_groups = {
     for g in local.group_order : g => lookup(local.by_role, local.group_roles[g], [])
     if length(lookup(local.by_role, local.group_roles[g], [])) > 0
   }
   groups     = merge(local.role_groups, { for g, names in var.extra_groups : g => sort(names) })
-  production = contains(keys(local.groups), "production_jobmanager")
+  production = length(lookup(local.by_role, "production_jobmanager", [])) > 0
+
+  # The production cluster's inventory: its JobManager and TaskManagers in the groups site.yml and the
+  # controller deploy on, watched from the testbed's monitoring node by a Prometheus of its own.
+  # (`{ for k, v in {...} : k => v if c }` keeps or drops keys: a conditional cannot choose between
+  # objects of different attributes.)
+  production_groups = {
+    for g, names in {
+      jobmanager   = lookup(local.by_role, "production_jobmanager", [])
+      taskmanagers = lookup(local.by_role, "production_taskmanager", [])
+      monitoring   = local.by_role.monitoring
+    } : g => names if local.production
+  }
 
   address = { for name, a in var.addresses : name => a.private }
   jm      = local.address[local.by_role.testbed_jobmanager[0]]
@@ -34,14 +45,16 @@ locals {
   # Per host (ssh): where Ansible and the cluster reach it. The flink role's defaults read
   # ansible_host (JobManager address, TaskManager address, Prometheus targets), so it is the private
   # address; the public one is kept for tunnels and the jump host.
-  # (`{ for k, v in {...} : k => v if c }` keeps or drops keys: a conditional cannot choose between
-  # objects of different attributes.)
-  hosts = {
+  node_vars = {
     for name in sort(keys(var.nodes)) : name => {
       for k, v in { ansible_host = local.address[name], public_address = try(var.addresses[name].public, null) } :
       k => v if v != null
     } if !local.local
   }
+  # Each inventory lists the hosts of its own groups (a production node placed in an extra group, say
+  # a Spark worker, is the testbed inventory's too).
+  hosts            = { for name, v in local.node_vars : name => v if contains(flatten(values(local.groups)), name) }
+  production_hosts = { for name, v in local.node_vars : name => v if contains(flatten(values(local.production_groups)), name) }
   host_vars = local.local ? tomap({
     ansible_connection         = "local"
     ansible_python_interpreter = "{{ ansible_playbook_python }}"
@@ -55,6 +68,7 @@ locals {
 
   repository = "{{ inventory_dir | dirname | dirname }}"
   t          = var.settings.testbed
+  p          = var.settings.production
 
   # group_vars/all.yml, in the order inventories/local/group_vars/all.yml has them. TaskManager
   # addresses are per host on clusters (ansible_host), one value on this machine.
@@ -110,15 +124,35 @@ locals {
   all_vars  = merge(local.base_vars, var.group_vars)
   all_order = concat([for k in local.base_order : k if contains(keys(local.all_vars), k)], sort(setsubtract(keys(var.group_vars), local.base_order)))
 
-  # The production cluster's hosts (group production): their JobManager and slot profile.
-  production_vars = {
-    flink_jobmanager_host      = local.prod_jm
-    flink_jobmanager_bind_host = local.prod_jm
-    flink_rest_address         = local.prod_jm
-    flink_rest_bind_address    = local.prod_jm
-    flink_taskmanager_slots    = var.settings.production.slots_per_taskmanager
-    flink_memory_per_slot_mb   = var.settings.production.memory_per_slot_mb
-  }
+  # The production inventory's group_vars/all.yml: the testbed's settings (group_vars included; its
+  # directory is a sibling of the testbed's, so paths to the repository read the same), without Kafka's (no kafka group here), then what is the production cluster's own:
+  # its JobManager and REST address, its slot profile, a Prometheus on another port of the same
+  # monitoring node with a state directory of its own (both clusters watched at once), and Java with
+  # Flink and Prometheus as its services (site.yml would run Flink and Prometheus only on an inventory
+  # of these three groups, and would start a second Grafana and node exporter on the monitoring node
+  # with every service). production_group_vars on top.
+  production_vars = merge(
+    { for k, v in local.all_vars : k => v if !startswith(k, "kafka_") },
+    {
+      streambed_state_dir        = coalesce(var.production_state_dir, local.all_vars.streambed_state_dir)
+      streambed_services         = ["java", "flink", "prometheus"]
+      flink_jobmanager_host      = local.prod_jm
+      flink_jobmanager_bind_host = local.prod_jm
+      flink_rest_address         = local.prod_jm
+      flink_rest_bind_address    = local.prod_jm
+      flink_taskmanagers         = 1
+      flink_taskmanager_slots    = local.p.slots_per_taskmanager
+      flink_memory_per_slot_mb   = local.p.memory_per_slot_mb
+      prometheus_port            = var.production_prometheus_port
+    },
+    var.production_group_vars,
+  )
+  production_order = concat(
+    [for k in slice(local.base_order, 0, 4) : k if contains(keys(local.production_vars), k)],
+    ["streambed_services"],
+    [for k in slice(local.base_order, 4, length(local.base_order)) : k if contains(keys(local.production_vars), k)],
+    sort(setsubtract(keys(local.production_vars), concat(local.base_order, ["streambed_services"]))),
+  )
 
   testbed = {
     max_slots             = local.t.max_slots
@@ -131,33 +165,59 @@ locals {
   }
   testbed_order = ["max_slots", "source_parallelism", "cpu_per_slot", "slots_per_taskmanager", "memory_per_slot_mb", "max_source_rate", "sample_period_s"]
 
-  files = merge(
-    {
-      "hosts.yml" = templatefile("${path.module}/templates/hosts.yml.tftpl", {
-        local      = local.local
-        host_vars  = local.host_vars
-        hosts      = local.hosts
-        groups     = local.groups
-        order      = concat([for g in local.group_order : g if contains(keys(local.role_groups), g)], sort(setsubtract(keys(var.extra_groups), local.group_order)))
-        production = local.production
-      })
-      "group_vars/all.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
-        header = "Settings of this testbed, rendered by terraform/modules/inventory. Plain YAML: the StreamBed controller reads\n# it too. Paths are relative to this inventory (<repository> = two levels up), as in inventories/local."
-        vars   = local.all_vars
-        order  = local.all_order
-      })
-      "testbed.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
-        header = "What this testbed offers the planner (read by the StreamBed controller, not by Ansible), rendered by\n# terraform/modules/inventory from the topology."
-        vars   = local.testbed
-        order  = local.testbed_order
-      })
-    },
-    {
-      for f in(local.production ? ["group_vars/production.yml"] : []) : f => templatefile("${path.module}/templates/vars.yml.tftpl", {
-        header = "The production cluster's hosts (group production): their own JobManager and slot profile, over all.yml."
-        vars   = local.production_vars
-        order  = sort(keys(local.production_vars))
-      })
-    },
-  )
+  # production/testbed.yml: what the production cluster offers a plan validated on it (the testbed's
+  # sources, its own slots and profile, no cgroup quota).
+  production_testbed = {
+    max_slots             = local.p.max_slots
+    source_parallelism    = local.t.source_parallelism
+    cpu_per_slot          = 0
+    slots_per_taskmanager = local.p.slots_per_taskmanager
+    memory_per_slot_mb    = [local.p.memory_per_slot_mb]
+    max_source_rate       = local.t.max_source_rate
+    sample_period_s       = local.t.sample_period_s
+  }
+
+  files = {
+    "hosts.yml" = templatefile("${path.module}/templates/hosts.yml.tftpl", {
+      local     = local.local
+      host_vars = local.host_vars
+      hosts     = local.hosts
+      groups    = local.groups
+      order     = concat([for g in local.group_order : g if contains(keys(local.role_groups), g)], sort(setsubtract(keys(var.extra_groups), local.group_order)))
+    })
+    "group_vars/all.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
+      header = "Settings of this testbed, rendered by terraform/modules/inventory. Plain YAML: the StreamBed controller reads\n# it too. Paths are relative to this inventory (<repository> = two levels up), as in inventories/local."
+      vars   = local.all_vars
+      order  = local.all_order
+    })
+    "testbed.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
+      header = "What this testbed offers the planner (read by the StreamBed controller, not by Ansible), rendered by\n# terraform/modules/inventory from the topology."
+      vars   = local.testbed
+      order  = local.testbed_order
+    })
+  }
+
+  # The production cluster: an inventory of its own, written beside the testbed's (<inventory>-production:
+  # a sibling, not a subdirectory, since Ansible reads an inventory directory recursively and would merge
+  # the production nodes into the testbed's groups). Inventory.load and
+  # `streambed validate --testbed flink --inventory inventories/<env>-production` take it as is.
+  production_files = { for f, text in {
+    "hosts.yml" = templatefile("${path.module}/templates/hosts.yml.tftpl", {
+      local     = false
+      host_vars = local.host_vars
+      hosts     = local.production_hosts
+      groups    = local.production_groups
+      order     = local.production ? ["jobmanager", "taskmanagers", "monitoring"] : []
+    })
+    "group_vars/all.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
+      header = "Settings of the production cluster, rendered by terraform/modules/inventory: the testbed's\n# with its own JobManager, slots and Prometheus. Paths are relative to this inventory (<repository> = two levels up)."
+      vars   = local.production_vars
+      order  = local.production_order
+    })
+    "testbed.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
+      header = "What the production cluster offers a plan validated on it (read by the StreamBed controller, not by Ansible),\n# rendered by terraform/modules/inventory from the topology."
+      vars   = local.production_testbed
+      order  = local.testbed_order
+    })
+  } : f => text if local.production }
 }

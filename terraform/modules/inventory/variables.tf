@@ -35,6 +35,7 @@ variable "settings" {
       taskmanagers          = number
       slots_per_taskmanager = number
       memory_per_slot_mb    = number
+      max_slots             = number
     })
     jobmanager_memory_mb     = number
     taskmanager_overhead_mb  = number
@@ -150,6 +151,29 @@ variable "prometheus_port" {
   }
 }
 
+variable "production_prometheus_port" {
+  description = "Port of the production cluster's Prometheus (production/group_vars/all.yml prometheus_port): on the same monitoring node as the testbed's, so that both clusters are watched at once."
+  type        = number
+  default     = 9091
+
+  validation {
+    condition     = var.production_prometheus_port >= 1 && var.production_prometheus_port <= 65535 && var.production_prometheus_port != var.prometheus_port
+    error_message = "production_prometheus_port must be a TCP port (1-65535) other than prometheus_port: both Prometheus servers run on the monitoring node."
+  }
+}
+
+variable "production_state_dir" {
+  description = "streambed_state_dir of the production inventory (inventories/<env>-production); null: the testbed's setting, which there resolves to <repository>/.streambed/<env>-production."
+  type        = string
+  default     = null
+
+  validation {
+    # The monitoring node runs both Prometheus servers: each keeps its TSDB and PID file in its own.
+    condition     = var.production_state_dir == null || var.production_state_dir != var.state_dir
+    error_message = "production_state_dir must differ from state_dir: the two Prometheus servers on the monitoring node each need a state directory of their own."
+  }
+}
+
 variable "prometheus_retention" {
   description = "How long Prometheus keeps samples (prometheus_retention)."
   type        = string
@@ -174,6 +198,12 @@ variable "kafka_data_dir" {
 
 variable "group_vars" {
   description = "More variables for group_vars/all.yml, over the rendered ones (e.g. flink_install, a flink_version)."
+  type        = map(any)
+  default     = {}
+}
+
+variable "production_group_vars" {
+  description = "More variables for production/group_vars/all.yml, over the rendered ones (which take group_vars, except what is the production cluster's own: JobManager, slots, Prometheus port, state directory, streambed_services)."
   type        = map(any)
   default     = {}
 }

@@ -45,6 +45,8 @@ output "settings" {
       taskmanagers          = var.production_taskmanagers
       slots_per_taskmanager = var.production_slots_per_taskmanager
       memory_per_slot_mb    = var.production_memory_per_slot_mb
+      # What the production cluster offers a validated plan (its own testbed.yml): slots less the sources'.
+      max_slots = max(0, var.production_taskmanagers * var.production_slots_per_taskmanager - var.source_parallelism)
     }
     jobmanager_memory_mb     = var.jobmanager_memory_mb
     taskmanager_overhead_mb  = var.taskmanager_overhead_mb

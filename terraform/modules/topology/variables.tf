@@ -115,6 +115,11 @@ variable "production_taskmanagers" {
     condition     = var.production_taskmanagers >= 0 && var.production_taskmanagers <= 1000 && floor(var.production_taskmanagers) == var.production_taskmanagers
     error_message = "production_taskmanagers must be a whole number from 0 to 1000."
   }
+  validation {
+    # A plan is validated on the production cluster with the testbed's sources: they need slots too.
+    condition     = var.production_taskmanagers == 0 || var.production_taskmanagers * var.production_slots_per_taskmanager > var.source_parallelism
+    error_message = "production_taskmanagers x production_slots_per_taskmanager must exceed source_parallelism (the sources take slots of the production cluster too), or production_taskmanagers be 0."
+  }
 }
 
 variable "production_slots_per_taskmanager" {

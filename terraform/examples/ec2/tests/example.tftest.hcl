@@ -30,7 +30,11 @@ run "renders_the_inventory_of_the_instances" {
     error_message = "hosts.yml jumps through the controller and lists the Kafka nodes"
   }
   assert {
-    condition     = strcontains(output.inventory_files["group_vars/all.yml"], "flink_rest_address: \"10.0.1.7\"") && contains(keys(output.inventory_files), "group_vars/production.yml")
-    error_message = "the controller reaches Flink at the JobManager's private address; the production cluster has its vars"
+    condition     = strcontains(output.inventory_files["group_vars/all.yml"], "flink_rest_address: \"10.0.1.7\"") && strcontains(output.production_inventory_files["group_vars/all.yml"], "prometheus_port: 9091")
+    error_message = "the controller reaches Flink at the JobManager's private address; the production cluster has an inventory of its own"
+  }
+  assert {
+    condition     = strcontains(output.production_inventory_files["hosts.yml"], "    taskmanagers:\n      hosts:\n        streambed-prod-tm-01:\n") && !strcontains(output.inventory_files["hosts.yml"], "streambed-prod-") && strcontains(output.production_inventory_files["testbed.yml"], "max_slots: 31\n")
+    error_message = "the production nodes are the taskmanagers of the production hosts.yml and none of the testbed's inventory; 8 x 4 slots less the source's"
   }
 }

@@ -37,7 +37,7 @@ run "opens_admin_ports_to_the_admin_cidr_only" {
   command = plan
 
   assert {
-    condition     = length(aws_vpc_security_group_ingress_rule.admin) == 4 && alltrue([for r in values(aws_vpc_security_group_ingress_rule.admin) : r.cidr_ipv4 == "203.0.113.7/32" && r.ip_protocol == "tcp" && r.from_port == r.to_port])
+    condition     = length(aws_vpc_security_group_ingress_rule.admin) == 5 && alltrue([for r in values(aws_vpc_security_group_ingress_rule.admin) : r.cidr_ipv4 == "203.0.113.7/32" && r.ip_protocol == "tcp" && r.from_port == r.to_port])
     error_message = "every admin rule opens one TCP port to admin_cidr only"
   }
   assert {
@@ -45,8 +45,8 @@ run "opens_admin_ports_to_the_admin_cidr_only" {
     error_message = "all ports are open only to members of the cluster's own security group"
   }
   assert {
-    condition     = sort(keys(aws_vpc_security_group_ingress_rule.admin)) == tolist(["22", "3000", "8081", "9090"])
-    error_message = "the default admin ports are SSH, Grafana, Flink REST and Prometheus"
+    condition     = sort(keys(aws_vpc_security_group_ingress_rule.admin)) == tolist(["22", "3000", "8081", "9090", "9091"])
+    error_message = "the default admin ports are SSH, Grafana, Flink REST and both clusters' Prometheus"
   }
 }
 

@@ -24,6 +24,10 @@ run "defaults_describe_both_clusters" {
     condition     = output.settings.testbed.max_slots == 4 * 4 - 1
     error_message = "max_slots is the testbed's slots less the source's"
   }
+  assert {
+    condition     = output.settings.production.max_slots == 8 * 4 - 1 && output.settings.production.memory_per_slot_mb == 2048
+    error_message = "the production cluster offers its own slots less the source's, at its own profile"
+  }
 }
 
 run "kafka_nodes_from_the_replay_rate" {
@@ -89,6 +93,20 @@ run "no_production_cluster" {
     condition     = output.roles.production_jobmanager.count == 0 && length([for n in values(output.nodes) : n if n.cluster == "production"]) == 0 && !contains(keys(output.nodes), "streambed-controller")
     error_message = "without production TaskManagers there is no production JobManager either"
   }
+  assert {
+    condition     = output.settings.production.max_slots == 0
+    error_message = "no production cluster offers no slot"
+  }
+}
+
+run "rejects_a_production_cluster_the_sources_fill" {
+  command = plan
+  variables {
+    production_taskmanagers          = 1
+    production_slots_per_taskmanager = 2
+    source_parallelism               = 2
+  }
+  expect_failures = [var.production_taskmanagers]
 }
 
 run "rejects_a_fractional_taskmanager_count" {
