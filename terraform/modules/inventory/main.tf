@@ -21,7 +21,16 @@ locals {
     for g in local.group_order : g => lookup(local.by_role, local.group_roles[g], [])
     if length(lookup(local.by_role, local.group_roles[g], [])) > 0
   }
-  groups     = merge(local.role_groups, { for g, names in var.extra_groups : g => sort(names) })
+  # The data pipeline's Spark cluster on clusters (ansible/site.yml's spark play): its master on the
+  # controller (else the monitoring node), its workers on the Kafka nodes, whose SSDs hold the lake
+  # (else on the master alone); extra_groups replaces either. None on this machine: inventories/local
+  # has only the testbed's groups.
+  spark_master = coalescelist(lookup(local.by_role, "controller", []), local.by_role.monitoring)
+  spark_groups = local.local ? {} : {
+    spark_master  = slice(local.spark_master, 0, 1)
+    spark_workers = coalescelist(lookup(local.by_role, "kafka", []), slice(local.spark_master, 0, 1))
+  }
+  groups     = merge(local.role_groups, local.spark_groups, { for g, names in var.extra_groups : g => sort(names) })
   production = length(lookup(local.by_role, "production_jobmanager", [])) > 0
 
   # The production cluster's inventory: its JobManager and TaskManagers in the groups site.yml and the
@@ -183,7 +192,7 @@ locals {
       host_vars = local.host_vars
       hosts     = local.hosts
       groups    = local.groups
-      order     = concat([for g in local.group_order : g if contains(keys(local.role_groups), g)], sort(setsubtract(keys(var.extra_groups), local.group_order)))
+      order     = concat([for g in local.group_order : g if contains(keys(local.role_groups), g)], sort(setsubtract(keys(merge(local.spark_groups, var.extra_groups)), local.group_order)))
     })
     "group_vars/all.yml" = templatefile("${path.module}/templates/vars.yml.tftpl", {
       header = "Settings of this testbed, rendered by terraform/modules/inventory. Plain YAML: the StreamBed controller reads\n# it too. Paths are relative to this inventory (<repository> = two levels up), as in inventories/local."

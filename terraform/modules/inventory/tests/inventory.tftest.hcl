@@ -42,8 +42,12 @@ run "renders_every_group_with_private_addresses" {
     error_message = "the groups site.yml deploys must hold the testbed's nodes: ${jsonencode(output.groups)}"
   }
   assert {
-    condition     = output.groups.kafka == tolist(["sb-kafka-01", "sb-kafka-02"]) && output.groups.controller == tolist(["sb-controller"]) && sort(keys(output.groups)) == tolist(["controller", "jobmanager", "kafka", "monitoring", "taskmanagers"])
+    condition     = output.groups.kafka == tolist(["sb-kafka-01", "sb-kafka-02"]) && output.groups.controller == tolist(["sb-controller"]) && sort(keys(output.groups)) == tolist(["controller", "jobmanager", "kafka", "monitoring", "spark_master", "spark_workers", "taskmanagers"])
     error_message = "kafka and controller get groups of their own, the production cluster none in the testbed's inventory: ${jsonencode(output.groups)}"
+  }
+  assert {
+    condition     = output.groups.spark_master == tolist(["sb-controller"]) && output.groups.spark_workers == tolist(["sb-kafka-01", "sb-kafka-02"])
+    error_message = "by default the Spark master runs on the controller and its workers on the Kafka nodes: ${jsonencode(output.groups)}"
   }
   assert {
     condition     = !strcontains(output.files["hosts.yml"], "sb-prod-") && !contains(keys(output.hosts), "sb-prod-jm") && !contains(keys(output.files), "group_vars/production.yml")
