@@ -54,7 +54,8 @@ def playbook_runs(monkeypatch):
     """run_playbook replaced by a recorder: (playbook, inventory, extra vars) of each call."""
     runs: list[tuple[Path, Path, dict]] = []
 
-    def record(playbook, inventory, extra_vars, on_task=None):
+    def record(playbook, inventory, extra_vars, on_task=None, tags=None):
+        assert tags == "testbed"  # a budget re-applies the testbed's plays only, never a cluster's Kafka or Spark
         runs.append((playbook, inventory, extra_vars))
         return PlaybookResult(ok=1, changed=0, failed=0, skipped=0, rc=0, elapsed_s=0.0)
 

@@ -233,7 +233,7 @@ def cloudlab(tmp_path_factory, terraform_bin) -> dict:
     inventory_dir, state = root / "inventories" / "cloudlab", root / "state"
 
     # 1. Terraform gives the profile's parameters; no inventory before the experiment exists.
-    with pytest.raises(UserError, match="no inventory rendered yet.*start profile.py"):
+    with pytest.raises(UserError, match="no inventory rendered yet.*start profile.py.*profile_bindings: {.*testbed_taskmanagers"):
         tfw.provision(example, inventory_dir, sizes, state_dir=state)
     bindings = tfw.Terraform(example, state_dir=state).output()["profile_bindings"]
     assert bindings["kafka_nodes"] == "2" and bindings["kafka_disk_gb"] == "125"

@@ -50,7 +50,9 @@ class FlinkService:
         return self._apply({"flink_state": "stopped", "prometheus_state": "stopped"})
 
     def _apply(self, variables: dict) -> PlaybookResult:
-        return _apply(self.inventory, variables, self.log)
+        # Only the testbed's plays (flink, prometheus): a cluster's Kafka, Spark and Grafana stay as
+        # they are when a budget changes (site.yml's `testbed` tag).
+        return _apply(self.inventory, variables, self.log, tags="testbed")
 
 
 SERVICES = ("flink", "prometheus", "kafka", "spark", "node_exporter", "grafana")
@@ -74,11 +76,13 @@ class SiteService:
         return _apply(self.inventory, {f"{s}_state": "stopped" for s in SERVICES}, self.log)
 
 
-def _apply(inventory: Inventory, variables: dict, log: Callable[[str], None] | None) -> PlaybookResult:
-    """The inventory's playbook with its extra variables and ``variables`` over them; each task and
-    what the roles said go to ``log``."""
+def _apply(inventory: Inventory, variables: dict, log: Callable[[str], None] | None,
+           tags: str | None = None) -> PlaybookResult:
+    """The inventory's playbook (its plays of ``tags`` only, when given) with its extra variables and
+    ``variables`` over them; each task and what the roles said go to ``log``."""
     on_task = (lambda task: log(f"ansible: {task}")) if log else None
-    result = run_playbook(inventory.playbook, inventory.path, {**inventory.extra_vars, **variables}, on_task=on_task)
+    result = run_playbook(inventory.playbook, inventory.path, {**inventory.extra_vars, **variables}, on_task=on_task,
+                          **({"tags": tags} if tags else {}))
     if log:
         for message in result.messages:
             log(message)

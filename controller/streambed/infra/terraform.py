@@ -221,8 +221,11 @@ def provision(example: Path | str, inventory_dir: Path | str, variables: Mapping
     files = outputs.get(INVENTORY_OUTPUT)
     if not isinstance(files, dict) or not files:
         hint = outputs.get("next_step")
+        # CloudLab's first step: the parameters to start its profile with, here rather than in a state file.
+        bindings = outputs.get("profile_bindings")
         raise TerraformError(f"{example}: no inventory rendered yet (output {INVENTORY_OUTPUT} is empty)"
-                             + (f"; {hint}" if isinstance(hint, str) else ""))
+                             + (f"; {hint}" if isinstance(hint, str) else "")
+                             + (f"; profile_bindings: {json.dumps(bindings, sort_keys=True)}" if bindings else ""))
     write_inventory(files, inventory_dir)
     production = outputs.get(PRODUCTION_OUTPUT) or {}
     if production:
