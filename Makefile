@@ -14,10 +14,12 @@ RATE ?=
 # flink: the local Flink testbed (inventories/local), deployed by Ansible; sim: the simulated testbed.
 TESTBED ?= flink
 CAMPAIGN_DIR ?= campaigns
+# The platform (terraform/examples/$(ENV), inventories/$(ENV)): local is this machine.
+ENV ?= local
 FLINK_JOB_JAR := flink/build/streambed-job.jar
 FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 
-.PHONY: venv install plan stop test bench evaluate clean calibration datagen provision deploy destroy
+.PHONY: venv install plan validate stop test bench evaluate clean calibration datagen provision deploy destroy
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +47,21 @@ plan: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
 		$(if $(filter flink,$(TESTBED)),$(PLAN_FLINK_ARGS)) $(PLAN_ARGS) \
 		$(if $(wildcard $(PLAN_DIR)/ledger.sqlite),--resume)
 
+# Production validation (paper VIII): the query's plan (make plan, same QUERY/RATE/TESTBED) at
+# 100/120/150 % of its rate. TESTBED=sim: the sim at production scale, the paper's 5 min ramp and
+# 30 min runs. TESTBED=flink: the production cluster of ENV (inventories/$(ENV)-production), or this
+# machine's testbed for ENV=local, whose short runs fit its scale (VALIDATE_ARGS adds or overrides).
+# A plan larger than the cluster is refused with both sizes.
+VALIDATE_DIR = $(CAMPAIGN_DIR)/validate-$(QUERY)$(if $(RATE),-$(RATE))$(if $(filter sim,$(TESTBED)),-sim,-$(ENV))
+VALIDATE_INVENTORY = inventories/$(ENV)$(if $(filter local,$(ENV)),,-production)
+VALIDATE_LOCAL_ARGS ?= --ramp 20 --duration 60 --window 10
+VALIDATE_ARGS ?=
+validate: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
+	$(STREAMBED) validate --query $(QUERY) --plan $(PLAN_DIR)/plan.json --testbed $(TESTBED) \
+		--campaign-dir $(VALIDATE_DIR) \
+		$(if $(filter flink,$(TESTBED)),--inventory $(VALIDATE_INVENTORY) $(if $(filter local,$(ENV)),$(VALIDATE_LOCAL_ARGS))) \
+		$(VALIDATE_ARGS) $(if $(wildcard $(VALIDATE_DIR)/ledger.sqlite),--resume)
+
 # The local testbed stays up between campaigns (no deployment wait for the next one); this stops
 # its JobManager, TaskManagers and Prometheus (INVENTORY=<dir> for another inventory).
 INVENTORY ?=
@@ -63,7 +80,6 @@ datagen: $(VENV)/.installed
 # Infrastructure (docs/infrastructure.md): ENV is a directory of terraform/examples and the inventory
 # inventories/$(ENV) it renders. ENV=local provisions nothing and writes inventories/local.
 #   make provision ENV=ec2 && make deploy ENV=ec2 ... make destroy ENV=ec2
-ENV ?= local
 provision: $(VENV)/.installed
 	$(STREAMBED) infra provision --env $(ENV)
 
@@ -75,6 +91,18 @@ destroy: $(VENV)/.installed
 
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) -m pytest -q
+
+# The report page's browser test (tests/test_report.py) loads it in Debian's chromium, installed once
+# here when it is missing (as root, else through sudo); the stamp makes the check one file test.
+CHROMIUM_STAMP := $(VENV)/.chromium
+AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
+$(CHROMIUM_STAMP): $(VENV)/.installed
+	command -v chromium >/dev/null || { $(AS_ROOT) apt-get update -qq && \
+		$(AS_ROOT) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	touch $@
+.PHONY: chromium
+chromium: $(CHROMIUM_STAMP)
+test: $(CHROMIUM_STAMP)
 
 calibration: $(VENV)/.installed
 	$(STREAMBED) sim calibrate

@@ -661,6 +661,27 @@ def test_validate_a_written_plan(tmp_path):
     assert [r["verdict"] for r in d["runs"]] == ["sustained", "sustained", "not sustained"]
 
 
+def test_validate_takes_the_plans_cheapest_budget_and_refuses_one_larger_than_the_cluster(tmp_path):
+    """Without --memory the plan's cheapest reachable budget (slots x memory) is validated; a budget
+    larger than the cluster (the sim's --production-slots) is refused with both sizes, never run."""
+    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
+            "entries": [{"memory_mb": 2048, "slots": 14, "predicted_mst": 6e6,
+                         "configuration": {"Calc#1": 10, "Sink#2": 4}, "bids2_rate": 6.6e6},
+                        {"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
+                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6},
+                        {"memory_mb": 1024, "slots": None, "predicted_mst": None, "configuration": None,
+                         "bids2_rate": None, "unreachable": "beyond 10 slots"}]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    quick = ("--ramp", "30", "--duration", "60", "--multipliers", "1")
+    d = json_result(streambed("validate", "--query", "q1", "--plan", "plan.json", *quick, "--json", cwd=tmp_path))
+    assert (d["slots"], d["memory_mb"]) == (6, 4096)  # 6 x 4096 < 14 x 2048
+    proc = streambed("validate", "--query", "q1", "--plan", "plan.json", "--production-slots", "5", *quick,
+                     "--campaign-dir", "small", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "needs 6 slots of 4096 MB" in proc.stderr and "offers 5" in proc.stderr
+    assert not (tmp_path / "small").exists()
+
+
 def test_version(tmp_path):
     proc = streambed("--version", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -151,7 +151,8 @@ class ValidateSettings:
     """plan.json written by the plan campaign."""
     configuration: Mapping[str, int] | None = None
     """Instead of a plan: operator -> parallelism, with ``rate``."""
-    memory_mb: int = DEFAULT_MEMORY_MB
+    memory_mb: int | None = None
+    """MB per slot; None: the plan's cheapest reachable budget (with --config: DEFAULT_MEMORY_MB)."""
     rate: float | None = None
     """events/s; default: the plan's."""
     runs: ValidationSettings = field(default_factory=ValidationSettings)

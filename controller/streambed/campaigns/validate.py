@@ -8,22 +8,42 @@ from ..model import Budget, Configuration
 from ..records import read_plan
 from ..validation import RunVerdict, validate
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
-from .settings import ValidateSettings
+from .settings import DEFAULT_MEMORY_MB, ValidateSettings
 
 
-def _plan_entry(settings: ValidateSettings) -> tuple[dict, float, int | None]:
-    """The configuration, rate and max parallelism of the plan's budget for ``settings.memory_mb``."""
+def _plan_entry(settings: ValidateSettings, log: Log = ignore) -> tuple[dict, float, int | None, int]:
+    """The configuration, rate, max parallelism and memory per slot of the plan's budget for
+    ``settings.memory_mb`` (none given: the plan's cheapest reachable budget, slots x memory)."""
     plan = read_plan(settings.plan)
     if plan.query != settings.campaign.query:
         raise UserError(f"--plan: {settings.plan} plans {plan.query}, not --query {settings.campaign.query}")
+    memory_mb = settings.memory_mb
+    if memory_mb is None:
+        reachable = [e for e in plan.entries if e.slots is not None]
+        if not reachable:
+            raise UserError(f"--plan: {settings.plan} found no budget for its rate at any memory per slot "
+                            f"(unreachable: {plan.entries[0].unreachable if plan.entries else 'no entries'})")
+        memory_mb = min(reachable, key=lambda e: (e.slots * e.memory_mb, e.memory_mb)).memory_mb
+        if len(reachable) > 1:
+            others = ", ".join(f"{e.slots} x {e.memory_mb} MB" for e in reachable if e.memory_mb != memory_mb)
+            log(f"the plan's cheapest budget (slots x memory) is validated; --memory for another ({others})")
     try:
-        entry = plan.entry(settings.memory_mb)
+        entry = plan.entry(memory_mb)
     except KeyError:
-        raise UserError(f"--memory: {settings.plan} has no budget for {settings.memory_mb} MB per slot "
+        raise UserError(f"--memory: {settings.plan} has no budget for {memory_mb} MB per slot "
                         f"(it has {', '.join(str(e.memory_mb) for e in plan.entries)})") from None
     if entry.slots is None:
-        raise UserError(f"--plan: the plan found no budget for {settings.memory_mb} MB per slot (unreachable rate)")
-    return entry.configuration, settings.rate or plan.rate, entry.max_parallelism
+        raise UserError(f"--plan: the plan found no budget for {memory_mb} MB per slot (unreachable rate)")
+    return entry.configuration, settings.rate or plan.rate, entry.max_parallelism, memory_mb
+
+
+def check_fits(info, budget: Budget, what: str) -> None:
+    """A validation runs on a cluster that holds the budget (paper VIII: production-scale runs); a plan
+    larger than the testbed is refused with both sizes, never run on fewer slots than it asks."""
+    if budget.slots > info.max_slots:
+        raise UserError(f"{what}: needs {budget.slots} slots of {budget.memory_mb} MB; the {info.name} testbed "
+                        f"offers {info.max_slots} (its inventory's testbed.yml max_slots, or --production-slots "
+                        f"on the sim): validate on a larger cluster, or plan a rate it holds")
 
 
 class ValidateCampaign:
@@ -31,30 +51,31 @@ class ValidateCampaign:
 
     def __init__(self, settings: ValidateSettings, *, status: Log = ignore, log: Log = ignore):
         self.settings = s = settings
-        max_parallelism = None
+        max_parallelism, memory_mb = None, s.memory_mb or DEFAULT_MEMORY_MB
         if s.plan:
-            mapping, self.rate, max_parallelism = _plan_entry(s)
+            mapping, self.rate, max_parallelism, memory_mb = _plan_entry(s, status)
         elif s.configuration and s.rate:
             mapping, self.rate = None, s.rate
         else:
             raise UserError("validate: give --plan FILE, or --config with --rate")
-        needed = sum(mapping.values()) if mapping else 0
-        self.testbed = testbed_of(s.campaign, status, max_slots=max(s.production_slots, needed))
+        self.memory_mb = memory_mb
+        self.testbed = testbed_of(s.campaign, status, max_slots=s.production_slots)
         self.query = self.testbed.query(s.campaign.query)
         if mapping:
             try:
                 self.configuration = Configuration.of(self.query, mapping, max_parallelism)
             except UserError as e:
-                raise UserError(f"--plan: {s.plan}: the entry of {s.memory_mb} MB: {e}") from None
+                raise UserError(f"--plan: {s.plan}: the entry of {memory_mb} MB: {e}") from None
         else:
             self.configuration = configuration_of(self.query, s.configuration)
         info = self.testbed.info()
-        info.check_memory(s.memory_mb, "--memory")
-        self.budget = Budget(self.configuration.slots, s.memory_mb)
+        info.check_memory(memory_mb, "--memory")
+        self.budget = Budget(self.configuration.slots, memory_mb)
+        check_fits(info, self.budget, f"--plan {s.plan}" if s.plan else "--config")
         info.check_window(s.runs.window_s, "--window")
         info.check_window(s.runs.duration_s, "--duration")
         self.directory = s.campaign.directory_for(self.kind)
-        self.title = f"validating {self.query.name}: {self.configuration.slots} slots x {s.memory_mb} MB"
+        self.title = f"validating {self.query.name}: {self.configuration.slots} slots x {memory_mb} MB"
         self.total = len(s.runs.multipliers)
 
     def params(self) -> dict:

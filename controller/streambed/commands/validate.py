@@ -16,7 +16,8 @@ def register(sub) -> None:
     sp.add_argument("--query", required=True)
     sp.add_argument("--plan", type=Path, help="plan.json written by streambed plan")
     sp.add_argument("--config", type=operator_pairs, help="operator=parallelism pairs (instead of --plan)")
-    sp.add_argument("--memory", type=memory_mb, default=DEFAULT_MEMORY_MB, help="MB per slot")
+    sp.add_argument("--memory", type=memory_mb, help=f"MB per slot (default: the plan's cheapest reachable budget; "
+                                                      f"with --config {DEFAULT_MEMORY_MB})")
     sp.add_argument("--rate", type=rate, help="events/s (default: the plan's)")
     sp.add_argument("--multipliers", type=number_list, default=ValidationSettings.multipliers,
                     help="multiples of the rate to run, e.g. 1,1.2,1.5")
