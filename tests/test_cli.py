@@ -83,7 +83,8 @@ def source_column(table_text: str) -> list[str]:
 
 
 def ledger_rows(campaign_dir: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{campaign_dir / 'ledger.sqlite'}?mode=ro", uri=True)
+    # read-write: a campaign killed mid-commit leaves a hot journal that only a writer can roll back
+    conn = sqlite3.connect(campaign_dir / 'ledger.sqlite', timeout=30)
     try:
         return conn.execute(sql).fetchall()
     finally:

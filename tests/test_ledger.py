@@ -471,3 +471,29 @@ def test_sigkill_mid_campaign_resumes_without_repeating_finished_steps(tmp_path)
     assert len(twice) <= 1, twice
     # Every execution is accounted for: the killed run's, then the resumed run's.
     assert sum(runs.values()) == killed_at + counts["executed"]
+
+
+def test_a_ledger_killed_mid_commit_is_read_with_every_committed_step(tmp_path):
+    """A writer killed inside a transaction leaves a hot rollback journal; reading the campaign (report,
+    export, verify) rolls it back as a resume would, instead of failing on a read-only connection."""
+    from streambed.ledger import read_campaign, verify
+
+    d = tmp_path / "camp"
+    _filled(d)
+    db = d / Ledger.FILENAME
+    # A second process starts a large write, spills it to the main file (cache of one page), and dies
+    # without committing: what a kill -9 mid-commit leaves.
+    script = (f"import os, sqlite3\nc = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+              "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
+              "c.execute('CREATE TABLE junk(x)')\n"
+              "c.executemany('INSERT INTO junk VALUES (?)', [('x' * 500,) for _ in range(2000)])\n"
+              "os._exit(9)\n")
+    subprocess.run([sys.executable, "-c", script], check=False, timeout=60)
+    journal = db.with_name(db.name + "-journal")
+    assert journal.is_file() and journal.stat().st_size > 0  # hot: the case a read-only open cannot handle
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("SELECT COUNT(*) FROM steps").fetchall()
+    record = read_campaign(d)
+    assert record.kind == "estimation"
+    report = verify(d)
+    assert report["intact"] and report["steps"] == 300  # the uncommitted table is gone, every step stays

@@ -152,6 +152,26 @@ class CampaignRecord:
     result: dict | None
 
 
+def _roll_back_interrupted_write(db: Path) -> None:
+    """A campaign killed mid-commit leaves a hot rollback journal beside its ledger; a read-only
+    connection cannot roll it back and fails ("attempt to write a readonly database"). Rolling it
+    back is what SQLite does on the next open for writing (a resume does it too): the interrupted
+    step was never committed, every committed one stays. One read-write open does it, then the read
+    is read-only as before."""
+    journal = db.with_name(db.name + "-journal")
+    if not journal.is_file() or journal.stat().st_size == 0:
+        return
+    try:
+        conn = sqlite3.connect(db)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise UserError(f"{db}: the campaign was interrupted mid-write and its journal ({journal.name}) "
+                        f"cannot be rolled back here ({exc}); resume the campaign where it can write") from None
+
+
 def read_campaign(path: Path | str) -> CampaignRecord:
     """A campaign's ledger (``ledger.sqlite``, or the campaign directory holding it), read only: the
     public read API of the ledger for records and reports.
@@ -164,6 +184,7 @@ def read_campaign(path: Path | str) -> CampaignRecord:
     db = p / Ledger.FILENAME if p.is_dir() else p
     if not db.is_file():
         raise UserError(f"{path}: no campaign ledger ({Ledger.FILENAME}) there")
+    _roll_back_interrupted_write(db)
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -499,6 +520,7 @@ def verify(campaign_dir: Path | str) -> dict:
     db = d / Ledger.FILENAME if d.is_dir() else d
     if not db.is_file():
         raise UserError(f"{campaign_dir}: no campaign ledger ({Ledger.FILENAME}) there")
+    _roll_back_interrupted_write(db)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         kind, _ = Ledger._read_meta(conn, db)
