@@ -122,6 +122,11 @@ bench: $(VENV)/.installed $(FLINK_JOB_JAR)
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info
 
+# The Grafana dashboard from its panels in controller/streambed/report/dashboards.py (grafana/README.md).
+.PHONY: dashboards
+dashboards: $(VENV)/.installed
+	$(PY) -m streambed.report.dashboards
+
 # The Flink job (flink/): plain javac against the pinned Flink's lib/, rebuilt only when a source,
 # a resource, the build script or the venv is newer than the jar.
 .PHONY: flink-job

@@ -30,8 +30,9 @@ bounded number of times; it is never counted. An engine that does not answer at 
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, ContextManager, Protocol
 
 from .errors import TestbedError, TestbedUnreachable, UserError
 from .ledger import Ledger
@@ -226,6 +227,25 @@ def converged(rate: float, nxt: float, sensibility: float) -> bool:
     return abs(nxt - rate) <= sensibility * rate
 
 
+class Phases(Protocol):
+    """Who is told of a campaign's phases on the testbed as they run (report/annotations.py posts them
+    to Grafana): each phase is a ``with`` block, begun on entry and ended on exit, failed or not."""
+
+    def phase(self, name: str, text: str) -> ContextManager[None]:
+        """``name``: warm-up, cooldown, injection (ramp-up and observation at one rate), observation,
+        validation; ``text`` says which (key, rate)."""
+
+
+class NoPhases:
+    """Phases nobody watches."""
+
+    def phase(self, name: str, text: str) -> ContextManager[None]:
+        return nullcontext()
+
+
+NO_PHASES = NoPhases()
+
+
 class Estimator(Protocol):
     """What the Configuration Optimizer needs from a Capacity Estimator."""
 
@@ -242,11 +262,12 @@ class CapacityEstimator:
     """Measures MSTs on a testbed; every window goes through the ledger."""
 
     def __init__(self, testbed: Testbed, ledger: Ledger, timing: Timing,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, phases: Phases = NO_PHASES):
         self.testbed = testbed
         self.ledger = ledger
         self.timing = timing
         self.log = log or (lambda message: None)
+        self.phases = phases
         info = testbed.info()
         self.rerun = info.reproducible
         """Recorded windows are measured again, their results discarded: a resumed campaign's testbed
@@ -347,18 +368,19 @@ class _Job:
                                                    "memory_mb": self.budget.memory_mb})
             self.needs_warmup = True
         if self.needs_warmup:
-            tb.set_rate(self.run, self.est.warmup_rate)
-            tb.wait(self.run, max(0.0, t.warmup_s - t.warmup_observe_s))
-            self.needs_warmup = False
-            self.rate = None
-            window = min(t.warmup_observe_s, t.warmup_s)
-            self.last_warmup = tb.observe(self.run, window)
-            spent = max(t.warmup_s, window)
-            while spent + window <= t.warmup_max_s:
-                previous, self.last_warmup = self.last_warmup, tb.observe(self.run, window)
-                spent += window
-                if warmup_settled(previous.achieved_rate, self.last_warmup.achieved_rate):
-                    break
+            with self.est.phases.phase("warm-up", f"{self.key}: warm-up at {self.est.warmup_rate:,.0f} events/s"):
+                tb.set_rate(self.run, self.est.warmup_rate)
+                tb.wait(self.run, max(0.0, t.warmup_s - t.warmup_observe_s))
+                self.needs_warmup = False
+                self.rate = None
+                window = min(t.warmup_observe_s, t.warmup_s)
+                self.last_warmup = tb.observe(self.run, window)
+                spent = max(t.warmup_s, window)
+                while spent + window <= t.warmup_max_s:
+                    previous, self.last_warmup = self.last_warmup, tb.observe(self.run, window)
+                    spent += window
+                    if warmup_settled(previous.achieved_rate, self.last_warmup.achieved_rate):
+                        break
         return self.run
 
     def warmup_window(self) -> dict:
@@ -371,19 +393,23 @@ class _Job:
         tb, t = self.est.testbed, self.est.timing
         t0 = tb.now()
         run = self._ensure_warm()
-        tb.set_rate(run, self.est.cooldown_rate)
-        cooled = 0.0
-        while True:
-            cooled += t.cooldown_s
-            done = recovered(tb.observe(run, t.cooldown_s), t.threshold)
-            if done or cooled >= t.max_cooldown_s:
-                break
+        phases = self.est.phases
+        with phases.phase("cooldown", f"{self.key}: cooldown at {self.est.cooldown_rate:,.0f} events/s"):
+            tb.set_rate(run, self.est.cooldown_rate)
+            cooled = 0.0
+            while True:
+                cooled += t.cooldown_s
+                done = recovered(tb.observe(run, t.cooldown_s), t.threshold)
+                if done or cooled >= t.max_cooldown_s:
+                    break
         if not done:
             self.est.ledger.record("cooldown-incomplete", {"key": self.key, "seconds": cooled, "rate": rate})
-        tb.set_rate(run, rate)
-        self.rate = rate
-        tb.wait(run, t.ramp_s)
-        m = tb.observe(run, t.observe_s)
+        with phases.phase("injection", f"{self.key}: injection at {rate:,.0f} events/s"):
+            tb.set_rate(run, rate)
+            self.rate = rate
+            tb.wait(run, t.ramp_s)
+            with phases.phase("observation", f"{self.key}: observation at {rate:,.0f} events/s"):
+                m = tb.observe(run, t.observe_s)
         return {"measurement": m.to_dict(), "testbed_seconds": tb.now() - t0, "cooldown_s": cooled}
 
     def observe_more(self, rate: float) -> dict:
@@ -394,7 +420,8 @@ class _Job:
         if self.rate != rate:
             return self.test(rate)
         t0 = tb.now()
-        m = tb.observe(run, t.observe_s)
+        with self.est.phases.phase("observation", f"{self.key}: observation at {rate:,.0f} events/s, longer"):
+            m = tb.observe(run, t.observe_s)
         return {"measurement": m.to_dict(), "testbed_seconds": tb.now() - t0}
 
     def restart(self) -> None:

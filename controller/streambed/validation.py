@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from .estimator import NO_PHASES, Phases
 from .ledger import Ledger
 from .metrics.window import coefficient_of_variation, slope
 from .model import Budget, Configuration, Measurement
@@ -123,8 +124,10 @@ class ValidationReport:
 
 def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration, rate: float,
              settings: ValidationSettings, key: str = "validate",
-             on_run: Callable[[RunVerdict, bool], None] | None = None) -> ValidationReport:
-    """Run the configuration at each multiple of ``rate``; each run is one ledger step."""
+             on_run: Callable[[RunVerdict, bool], None] | None = None,
+             phases: Phases = NO_PHASES) -> ValidationReport:
+    """Run the configuration at each multiple of ``rate``; each run is one ledger step (a phase told to
+    ``phases``, its judged windows another)."""
     runs = []
     for mult in settings.multipliers:
         step = f"{key}/{mult:g}x"
@@ -132,17 +135,19 @@ def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, confi
 
         def one_run(mult=mult) -> dict:
             testbed.prepare(budget)
-            run = testbed.start(query, configuration, rate * mult)
-            try:
-                testbed.wait(run, settings.ramp_s)
-                windows = []
-                elapsed = 0.0
-                while elapsed < settings.duration_s - 1e-9:
-                    w = min(settings.window_s, settings.duration_s - elapsed)
-                    windows.append(testbed.observe(run, w))
-                    elapsed += w
-            finally:
-                testbed.stop(run)
+            with phases.phase("validation", f"{step}: {mult * 100:g} % of the rate, {rate * mult:,.0f} events/s"):
+                run = testbed.start(query, configuration, rate * mult)
+                try:
+                    testbed.wait(run, settings.ramp_s)
+                    windows = []
+                    elapsed = 0.0
+                    with phases.phase("observation", f"{step}: judged windows at {rate * mult:,.0f} events/s"):
+                        while elapsed < settings.duration_s - 1e-9:
+                            w = min(settings.window_s, settings.duration_s - elapsed)
+                            windows.append(testbed.observe(run, w))
+                            elapsed += w
+                finally:
+                    testbed.stop(run)
             return judge_run(windows, mult, settings).to_dict()
 
         verdict = RunVerdict.from_dict(ledger.step(step, one_run, rerun=testbed.info().reproducible))

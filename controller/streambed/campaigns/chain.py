@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..estimator import CapacityEstimator, Timing
+from ..estimator import NO_PHASES, CapacityEstimator, Phases, Timing
 from ..explorer import ExplorerSettings, ResourceExplorer
 from ..ledger import Ledger
 from ..optimizer import ConfigurationOptimizer
@@ -29,8 +29,9 @@ class Chain:
 
 
 def assemble(testbed: Testbed, ledger: Ledger, query: str, timing: Timing, *, policy: str = DEFAULT_POLICY,
-             explorer: ExplorerSettings | None = None, log: Callable[[str], None] = silent) -> Chain:
-    """The chain for one query on one testbed, every window through ``ledger``."""
-    estimator = CapacityEstimator(testbed, ledger, timing, log)
+             explorer: ExplorerSettings | None = None, log: Callable[[str], None] = silent,
+             phases: Phases = NO_PHASES) -> Chain:
+    """The chain for one query on one testbed, every window through ``ledger`` (its phases told to ``phases``)."""
+    estimator = CapacityEstimator(testbed, ledger, timing, log, phases)
     optimizer = ConfigurationOptimizer(estimator, testbed.query(query), policy_named(policy))
     return Chain(estimator, optimizer, ResourceExplorer(optimizer, testbed.info(), explorer or ExplorerSettings(), log))

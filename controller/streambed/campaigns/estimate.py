@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..estimator import Timing
+from ..estimator import NO_PHASES, Phases, Timing
 from ..model import Budget
 from .base import Advance, Log, configuration_of, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble
@@ -12,9 +12,10 @@ from .settings import EstimateSettings
 class EstimateCampaign:
     kind = "estimate"
 
-    def __init__(self, settings: EstimateSettings, *, status: Log = ignore, log: Log = ignore):
+    def __init__(self, settings: EstimateSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
         """Builds the testbed and refuses bad input; nothing is written yet."""
-        self.settings, self.log = settings, log
+        self.settings, self.log, self.phases = settings, log, phases
         self.timing = Timing.named(settings.timing)
         self.testbed = testbed_of(settings.campaign, status, timing=self.timing)
         self.query = self.testbed.query(settings.campaign.query)
@@ -33,7 +34,7 @@ class EstimateCampaign:
 
     def run(self, advance: Advance = ignore) -> dict:
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:
-            chain = assemble(self.testbed, ledger, self.query.name, self.timing, log=self.log)
+            chain = assemble(self.testbed, ledger, self.query.name, self.timing, log=self.log, phases=self.phases)
             result = chain.estimator.estimate(self.query.name, self.budget, self.configuration, "estimate").to_dict()
             ledger.set_result(result)
         return result

@@ -3,7 +3,7 @@ the surrogate model (paper section VI)."""
 
 from __future__ import annotations
 
-from ..estimator import Timing
+from ..estimator import NO_PHASES, Phases, Timing
 from ..explorer import ExplorationPoint, check_search_space
 from ..policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
@@ -21,8 +21,9 @@ class ExploreCampaign:
 
     kind = "explore"
 
-    def __init__(self, settings: ExploreSettings, *, status: Log = ignore, log: Log = ignore):
-        self.settings, self.log = settings, log
+    def __init__(self, settings: ExploreSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
+        self.settings, self.log, self.phases = settings, log, phases
         self.timing = Timing.named(settings.timing)
         policy_named(settings.policy)
         c = settings.campaign
@@ -50,7 +51,7 @@ class ExploreCampaign:
         s = self.settings
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             chain = assemble(self.testbed, ledger, self.query.name, self.timing, policy=s.policy,
-                             explorer=s.explorer(), log=self.log)
+                             explorer=s.explorer(), log=self.log, phases=self.phases)
             ex = chain.explorer.explore(self.memories, lambda p: advance(point_line(p)))
             ex.estimator_calls, ex.testbed_seconds = chain.estimator.calls, chain.estimator.testbed_seconds
             data = ex.to_dict()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ..estimator import NO_PHASES, Phases
 from ..ledger import Ledger
 from ..model import Budget, Configuration, Measurement
 from ..testbed.base import Run, Testbed
@@ -19,8 +20,10 @@ from .settings import MeasureSettings, WindowTiming
 
 def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration,
                   rates: Sequence[float], timing: WindowTiming,
-                  on_window: Callable[[int, Measurement, bool], None] | None = None) -> list[Measurement]:
-    """Measure ``configuration`` at each rate; ``on_window(i, measurement, replayed)`` reports progress."""
+                  on_window: Callable[[int, Measurement, bool], None] | None = None,
+                  phases: Phases = NO_PHASES) -> list[Measurement]:
+    """Measure ``configuration`` at each rate; ``on_window(i, measurement, replayed)`` reports progress,
+    ``phases`` hears of the warm-up, each injection and its observation."""
     run: Run | None = None
     results = []
     try:
@@ -35,10 +38,13 @@ def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, 
                     run = testbed.start(query, configuration, rate)
                     ledger.record("run-started", {"run": run.id, "configuration": configuration.as_dict(),
                                                   "memory_mb": budget.memory_mb, "warmup_s": timing.warmup_s})
-                    testbed.wait(run, timing.warmup_s)
-                testbed.set_rate(run, rate)
-                testbed.wait(run, timing.ramp_s)
-                return testbed.observe(run, timing.observe_s).to_dict()
+                    with phases.phase("warm-up", f"{key}: warm-up at {rate:,.0f} events/s"):
+                        testbed.wait(run, timing.warmup_s)
+                with phases.phase("injection", f"{key}: injection at {rate:,.0f} events/s"):
+                    testbed.set_rate(run, rate)
+                    testbed.wait(run, timing.ramp_s)
+                    with phases.phase("observation", f"{key}: observation at {rate:,.0f} events/s"):
+                        return testbed.observe(run, timing.observe_s).to_dict()
 
             m = Measurement.from_dict(ledger.step(key, window, rerun=testbed.info().reproducible))
             results.append(m)
@@ -54,8 +60,9 @@ def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, 
 class MeasureCampaign:
     kind = "measure"
 
-    def __init__(self, settings: MeasureSettings, *, status: Log = ignore, log: Log = ignore):
-        self.settings = settings
+    def __init__(self, settings: MeasureSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
+        self.settings, self.phases = settings, phases
         self.testbed = testbed_of(settings.campaign, status)
         self.query = self.testbed.query(settings.campaign.query)
         self.configuration = configuration_of(self.query, settings.configuration)
@@ -83,6 +90,6 @@ class MeasureCampaign:
 
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             results = measure_rates(self.testbed, ledger, self.query.name, self.budget, self.configuration, s.rates,
-                                    s.timing, report)
+                                    s.timing, report, self.phases)
             ledger.set_result({"measurements": [m.to_dict() for m in results]})
         return windows

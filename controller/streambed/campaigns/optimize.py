@@ -3,7 +3,7 @@ its measured MST (paper section V)."""
 
 from __future__ import annotations
 
-from ..estimator import Timing
+from ..estimator import NO_PHASES, Phases, Timing
 from ..model import Budget, check_slots
 from ..policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
@@ -14,8 +14,9 @@ from .settings import OptimizeSettings
 class OptimizeCampaign:
     kind = "optimize"
 
-    def __init__(self, settings: OptimizeSettings, *, status: Log = ignore, log: Log = ignore):
-        self.settings, self.log = settings, log
+    def __init__(self, settings: OptimizeSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
+        self.settings, self.log, self.phases = settings, log, phases
         self.timing = Timing.named(settings.timing)
         policy_named(settings.policy)  # refused before any testbed is built
         self.testbed = testbed_of(settings.campaign, status, timing=self.timing)
@@ -38,7 +39,7 @@ class OptimizeCampaign:
         """The single-task metrics and the optimizer's result, as one JSON document."""
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:
             chain = assemble(self.testbed, ledger, self.query.name, self.timing, policy=self.settings.policy,
-                             log=self.log)
+                             log=self.log, phases=self.phases)
             metrics = chain.optimizer.single_task(self.budget.memory_mb)
             result = chain.optimizer.optimize(self.budget, "optimize")
             data = {"single_task_metrics": metrics.to_dict(), **result.to_dict()}

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..estimator import Timing
+from ..estimator import NO_PHASES, Phases, Timing
 from ..explorer import Exploration, ExplorationPoint, ExplorerSettings
 from ..files import write_text
 from ..ledger import Ledger
 from ..model import Plan, SingleTaskMetrics, Surrogate
 from ..policies import DEFAULT_POLICY
 from ..report import plots
+from ..report.html import write_report
 from ..testbed.base import Testbed
 from .base import Advance, Log, ignore, ledger_counts, open_ledger
 from .chain import assemble, silent
@@ -49,10 +50,11 @@ def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIP
 def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, memories: Sequence[int],
              timing: Timing, settings: ExplorerSettings, out_dir: Path, *, policy: str = DEFAULT_POLICY,
              log: Callable[[str], None] = silent,
-             on_point: Callable[[ExplorationPoint], None] | None = None) -> PlanOutcome:
+             on_point: Callable[[ExplorationPoint], None] | None = None,
+             phases: Phases = NO_PHASES) -> PlanOutcome:
     """The plan on a testbed already built (the evaluation builds its own). ``rate`` None: plan for
     DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
-    chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log)
+    chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log, phases=phases)
     estimator, optimizer, explorer = chain.estimator, chain.optimizer, chain.explorer
     exploration = explorer.explore(memories, on_point)
     plan = explorer.plan(exploration, rate if rate is not None else default_rate(exploration), memories)
@@ -84,8 +86,9 @@ class PlanCampaign(ExploreCampaign):
 
     kind = "plan"
 
-    def __init__(self, settings: PlanSettings, *, status: Log = ignore, log: Log = ignore):
-        super().__init__(settings, status=status, log=log)
+    def __init__(self, settings: PlanSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
+        super().__init__(settings, status=status, log=log, phases=phases)
         self.settings: PlanSettings = settings
         rate = f"{settings.rate:,.0f} events/s" if settings.rate else "10x the testbed's largest MST (no --rate given)"
         self.title = f"planning {self.query.name} for {rate}"
@@ -101,7 +104,9 @@ class PlanCampaign(ExploreCampaign):
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, s.explorer(),
                                self.directory, policy=s.policy, log=self.log,
-                               on_point=lambda p: advance(point_line(p)))
+                               on_point=lambda p: advance(point_line(p)), phases=self.phases)
             data = outcome.to_dict()
             data["ledger"] = ledger_counts(ledger)
+        # the campaign's page, once its ledger holds the result (streambed report writes it again)
+        data["files"]["report"] = str(write_report(self.directory))
         return data

@@ -4,16 +4,20 @@ size of production (paper section VIII)."""
 from __future__ import annotations
 
 from ..errors import UserError
+from ..estimator import NO_PHASES, Phases
 from ..model import Budget, Configuration
 from ..records import read_plan
+from ..report.html import write_report
 from ..validation import RunVerdict, validate
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
 from .settings import DEFAULT_MEMORY_MB, ValidateSettings
 
 
-def _plan_entry(settings: ValidateSettings, log: Log = ignore) -> tuple[dict, float, int | None, int]:
+def _plan_entry(settings: ValidateSettings, offered: tuple[int, ...],
+                log: Log = ignore) -> tuple[dict, float, int | None, int]:
     """The configuration, rate, max parallelism and memory per slot of the plan's budget for
-    ``settings.memory_mb`` (none given: the plan's cheapest reachable budget, slots x memory)."""
+    ``settings.memory_mb`` (none given: the plan's cheapest reachable budget, slots x memory, among
+    the memory sizes the testbed ``offered``)."""
     plan = read_plan(settings.plan)
     if plan.query != settings.campaign.query:
         raise UserError(f"--plan: {settings.plan} plans {plan.query}, not --query {settings.campaign.query}")
@@ -23,6 +27,11 @@ def _plan_entry(settings: ValidateSettings, log: Log = ignore) -> tuple[dict, fl
         if not reachable:
             raise UserError(f"--plan: {settings.plan} found no budget for its rate at any memory per slot "
                             f"(unreachable: {plan.entries[0].unreachable if plan.entries else 'no entries'})")
+        if not [e for e in reachable if e.memory_mb in offered]:
+            raise UserError(f"--plan: {settings.plan} has budgets for "
+                            f"{', '.join(f'{e.memory_mb} MB' for e in reachable)} per slot; this testbed offers "
+                            f"{', '.join(str(m) for m in offered)} MB")
+        reachable = [e for e in reachable if e.memory_mb in offered]
         memory_mb = min(reachable, key=lambda e: (e.slots * e.memory_mb, e.memory_mb)).memory_mb
         if len(reachable) > 1:
             others = ", ".join(f"{e.slots} x {e.memory_mb} MB" for e in reachable if e.memory_mb != memory_mb)
@@ -49,17 +58,20 @@ def check_fits(info, budget: Budget, what: str) -> None:
 class ValidateCampaign:
     kind = "validate"
 
-    def __init__(self, settings: ValidateSettings, *, status: Log = ignore, log: Log = ignore):
+    def __init__(self, settings: ValidateSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
         self.settings = s = settings
+        self.phases = phases
         max_parallelism, memory_mb = None, s.memory_mb or DEFAULT_MEMORY_MB
-        if s.plan:
-            mapping, self.rate, max_parallelism, memory_mb = _plan_entry(s, status)
-        elif s.configuration and s.rate:
-            mapping, self.rate = None, s.rate
-        else:
+        if not s.plan and not (s.configuration and s.rate):
             raise UserError("validate: give --plan FILE, or --config with --rate")
-        self.memory_mb = memory_mb
         self.testbed = testbed_of(s.campaign, status, max_slots=s.production_slots)
+        if s.plan:
+            mapping, self.rate, max_parallelism, memory_mb = _plan_entry(s, self.testbed.info().memory_per_slot,
+                                                                         status)
+        else:
+            mapping, self.rate = None, s.rate
+        self.memory_mb = memory_mb
         self.query = self.testbed.query(s.campaign.query)
         if mapping:
             try:
@@ -91,7 +103,10 @@ class ValidateCampaign:
 
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:
             report = validate(self.testbed, ledger, self.query.name, self.budget, self.configuration, self.rate,
-                              self.settings.runs, on_run=on_run)
+                              self.settings.runs, on_run=on_run, phases=self.phases)
             data = report.to_dict()
             ledger.set_result(data)
+        # the campaign's page, once its ledger holds the result (streambed report --plan writes it again)
+        plan = read_plan(self.settings.plan).to_dict() if self.settings.plan else None
+        data["files"] = {"report": str(write_report(self.directory, plan=plan))}
         return data

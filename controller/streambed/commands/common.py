@@ -12,6 +12,7 @@ from ..campaigns.settings import CampaignSettings, TestbedSpec
 from ..dataset import DEFAULT_LAKE
 from ..estimator import DEFAULT_TIMING, TIMINGS
 from ..policies import DEFAULT_POLICY, POLICIES
+from ..report.annotations import GrafanaSettings, annotations
 from ..report.console import Output
 from .args import non_negative_number, positive_number, rate, seed, slots
 
@@ -37,6 +38,9 @@ def campaign_options(sp: argparse.ArgumentParser, kind: str, *, testbed_size: bo
     sp.add_argument("--campaign-dir", type=Path, help=f"where the ledger and results live (default: "
                                                       f"campaigns/{kind}-<query>)")
     sp.add_argument("--resume", action="store_true", help="continue the campaign recorded in --campaign-dir")
+    sp.add_argument("--grafana-url", help="post the campaign's phases to this Grafana as annotations (default: "
+                                          "$STREAMBED_GRAFANA_URL, else none; token: $STREAMBED_GRAFANA_TOKEN)")
+    sp.set_defaults(campaign_kind=kind)
 
 
 def input_options(sp: argparse.ArgumentParser) -> None:
@@ -68,8 +72,13 @@ def campaign_settings(ns: argparse.Namespace) -> CampaignSettings:
 
 
 def logs(ns: argparse.Namespace, out: Output) -> dict:
-    """A campaign's two logs: status (what is happening now) and the algorithms' lines (--verbose)."""
-    return {"status": out.status, "log": out.info if getattr(ns, "verbose", False) else out.status}
+    """A campaign's two logs: status (what is happening now) and the algorithms' lines (--verbose); and,
+    with a Grafana URL, who posts its phases there (report/annotations.py)."""
+    given = {"status": out.status, "log": out.info if getattr(ns, "verbose", False) else out.status}
+    grafana = GrafanaSettings.resolve(getattr(ns, "grafana_url", None))
+    phases = annotations(grafana, campaign=getattr(ns, "campaign_kind", "campaign"), query=getattr(ns, "query", ""),
+                         warn=out.warn) if grafana else None
+    return given | ({"phases": phases} if phases else {})
 
 
 def run(campaign: Any, out: Output) -> Any:
