@@ -92,17 +92,22 @@ destroy: $(VENV)/.installed
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) -m pytest -q
 
-# The report page's browser test (tests/test_report.py) loads it in Debian's chromium, installed once
-# here when it is missing (as root, else through sudo); the stamp makes the check one file test.
-CHROMIUM_STAMP := $(VENV)/.chromium
+# Debian packages the tests use besides what the roles install: chromium (the report page's browser
+# test), openssh-server (fabric and Ansible over a real SSH, tests/test_nodes.py) and
+# prometheus-node-exporter (the dashboards' host panel, tests/test_dashboards.py; the node_exporter
+# role installs it on clusters). Installed once when missing (as root, else through sudo); the stamp
+# makes the check one file test.
+TEST_PACKAGES := chromium openssh-server prometheus-node-exporter
+TEST_PACKAGES_STAMP := $(VENV)/.test-packages
 AS_ROOT := $(if $(filter 0,$(shell id -u)),,sudo)
-$(CHROMIUM_STAMP): $(VENV)/.installed
-	command -v chromium >/dev/null || { $(AS_ROOT) apt-get update -qq && \
-		$(AS_ROOT) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+$(TEST_PACKAGES_STAMP): $(VENV)/.installed
+	missing="$$(for p in $(TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)"; \
+	if [ -n "$$missing" ]; then $(AS_ROOT) apt-get update -qq && \
+		$(AS_ROOT) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
 	touch $@
-.PHONY: chromium
-chromium: $(CHROMIUM_STAMP)
-test: $(CHROMIUM_STAMP)
+.PHONY: test-packages chromium
+test-packages chromium: $(TEST_PACKAGES_STAMP)
+test: $(TEST_PACKAGES_STAMP)
 
 calibration: $(VENV)/.installed
 	$(STREAMBED) sim calibrate

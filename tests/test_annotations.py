@@ -302,3 +302,16 @@ def test_the_option_wins_over_the_environment(tmp_path):
         proc = run_campaign(tmp_path, *ESTIMATE, "--grafana-url", used.url, url=ignored.url)
     json_result(proc)
     assert used.requests and not ignored.requests
+
+
+@pytest.mark.parametrize("url, where", [("ftp://monitoring:3000", "--grafana-url"), ("notaurl", "--grafana-url"),
+                                        ("http://monitoring:port", "--grafana-url"),
+                                        ("monitoring:3000", "STREAMBED_GRAFANA_URL")])
+def test_a_malformed_grafana_address_is_one_line_before_the_campaign_starts(url, where):
+    """Bad input, refused before anything runs (an unreachable Grafana is only a warning later)."""
+    from streambed.errors import UserError
+
+    option, environ = (url, {}) if where == "--grafana-url" else (None, {URL_VARIABLE: url})
+    with pytest.raises(UserError, match=f"^{where}: expected Grafana's http"):
+        GrafanaSettings.resolve(option, environ)
+    assert GrafanaSettings.resolve("https://grafana.example/sub", {}).url == "https://grafana.example/sub"

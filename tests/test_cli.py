@@ -193,6 +193,9 @@ BAD_INPUT = [
      ["--plan", "rate", "a number > 0", "-5"]),
     ("validate-plan-zero-rate", ["validate", "--query", "q1", "--plan", "plan-zero-rate.json"],
      ["--plan", "rate", "a number > 0", "got 0"]),
+    ("validate-production-slots-below-operators", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1",
+                                                   "--rate", "1e6", "--production-slots", "1"],
+     ["--production-slots", "2 operators"]),
     # validate --duration: at least one metric sample, as --window
     ("validate-duration-zero", ["validate", "--query", "q1", "--config", "Calc#1=1,Sink#2=1", "--rate", "1e6",
                                 "--duration", "0"], ["--duration", "sample period", "got 0"]),

@@ -65,7 +65,12 @@ class ValidateCampaign:
         max_parallelism, memory_mb = None, s.memory_mb or DEFAULT_MEMORY_MB
         if not s.plan and not (s.configuration and s.rate):
             raise UserError("validate: give --plan FILE, or --config with --rate")
-        self.testbed = testbed_of(s.campaign, status, max_slots=s.production_slots)
+        try:
+            self.testbed = testbed_of(s.campaign, status, max_slots=s.production_slots)
+        except UserError as e:  # the sim sizes itself by the slots given; here they are --production-slots
+            if str(e).startswith("--max-slots:"):
+                raise UserError("--production-slots:" + str(e)[len("--max-slots:"):]) from None
+            raise
         if s.plan:
             mapping, self.rate, max_parallelism, memory_mb = _plan_entry(s, self.testbed.info().memory_per_slot,
                                                                          status)

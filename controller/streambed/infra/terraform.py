@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from ..errors import UserError
+from ..files import write_text
 from .provider import Inventory
 
 EXAMPLES = Path("terraform") / "examples"
@@ -206,7 +207,7 @@ def write_inventory(files: Mapping[str, str], directory: Path | str) -> list[Pat
             except yaml.YAMLError:
                 pass  # not YAML (or broken): replaced below
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_text(target, text)  # whole or not at all: a killed provision leaves no half inventory
         written.append(target)
     return written
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import UserError
+
 URL_VARIABLE = "STREAMBED_GRAFANA_URL"
 TOKEN_VARIABLE = "STREAMBED_GRAFANA_TOKEN"
 TAG = "streambed"
@@ -45,9 +47,20 @@ class GrafanaSettings:
     @classmethod
     def resolve(cls, url: str | None, environ: Mapping[str, str] = os.environ) -> "GrafanaSettings | None":
         """``url`` (the option), else $STREAMBED_GRAFANA_URL, with $STREAMBED_GRAFANA_TOKEN; None: off."""
+        where = "--grafana-url" if url else URL_VARIABLE
         url = url or environ.get(URL_VARIABLE) or None
         if url is None:
             return None
+        # A malformed address is bad input, refused before the campaign starts; an unreachable one is
+        # only a warning once it runs.
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a malformed port
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UserError(f"{where}: expected Grafana's http(s) address such as http://monitoring:3000, "
+                            f"got {url!r:.80}")
         return cls(url, environ.get(TOKEN_VARIABLE) or None)
 
     @property
