@@ -690,3 +690,39 @@ def test_version(tmp_path):
     proc = streambed("--version", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"streambed {__version__}"
+
+
+def test_validate_within_cluster_validates_the_plan_for_the_highest_rate_the_cluster_serves(tmp_path):
+    """A plan larger than the cluster is refused, naming --within-cluster; with it, the plan's own
+    campaign re-plans for the highest rate it serves within the cluster, and that plan is validated
+    and kept beside the report. An unreachable plan validates the most it supports; a plan.json away
+    from its ledger cannot be re-planned (one line)."""
+    explore = ("--timing", "quick", "--max-slots", "12", "--profiles", "4096", "--max-measurements", "6")
+    big = json_result(streambed("plan", "--query", "q1", *explore, "--campaign-dir", "big", "--json", cwd=tmp_path))
+    assert big["plan"]["entries"][0]["slots"] > 40
+    quick = ("--ramp", "30", "--duration", "60")
+    proc = streambed("validate", "--query", "q1", "--plan", "big/plan.json", "--production-slots", "40", *quick,
+                     "--campaign-dir", "refused", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--within-cluster" in proc.stderr
+    d = json_result(streambed("validate", "--query", "q1", "--plan", "big/plan.json", "--production-slots", "40",
+                              *quick, "--within-cluster", "--campaign-dir", "fitted", "--json", cwd=tmp_path))
+    assert d["slots"] <= 40 and d["rate"] < big["plan"]["rate"] and d["plan"]["replanned_for_cluster"]
+    kept = json.loads((tmp_path / "fitted" / "plan.json").read_text())
+    assert kept["rate"] == d["rate"] and kept["entries"][0]["configuration"] == d["configuration"]
+    assert d["runs"][0]["verdict"] == "sustained"  # the re-plan holds its own rate on the sim
+
+    json_result(streambed("plan", "--query", "q1", *explore, "--rate", "1e12", "--campaign-dir", "far", "--json",
+                          cwd=tmp_path))
+    far = json.loads((tmp_path / "far" / "plan.json").read_text())["entries"][0]
+    assert far["slots"] is None
+    d = json_result(streambed("validate", "--query", "q1", "--plan", "far/plan.json", *quick, "--within-cluster",
+                              "--campaign-dir", "most", "--json", cwd=tmp_path))
+    # the most it supports: the model's (max_rate), or less where the configuration's efficiency says so
+    assert d["slots"] <= far["max_slots"] and 0.8 * far["max_rate"] <= d["rate"] <= far["max_rate"]
+
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "plan.json").write_text((tmp_path / "big" / "plan.json").read_text())
+    proc = streambed("validate", "--query", "q1", "--plan", "alone/plan.json", "--production-slots", "40", *quick,
+                     "--within-cluster", "--campaign-dir", "alone-v", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "ledger" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

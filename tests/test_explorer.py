@@ -262,3 +262,27 @@ def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():
         assert risk_of(fits, 4096, slots, 1e6) <= 0.05 < risk_of(fits, 4096, slots - 1, 1e6)
         plans.append(slots)
     assert plans[0] < plans[1]
+
+
+@pytest.mark.parametrize("risk", [None, 0.05])
+def test_the_plan_within_a_cluster_serves_the_highest_rate_that_fits_it(tmp_path, risk):
+    """plan_within reads the plan backwards: its budget fits the slots given, and a few per cent more
+    rate no longer does; an exploration read back from its JSON plans the same."""
+    from dataclasses import replace as with_
+
+    from streambed.explorer import Exploration
+
+    ex_, ledger, _ = explorer(tmp_path, "paper-q5-log")
+    ex_.settings = with_(ex_.settings, risk=risk, bootstrap_samples=100)
+    with ledger:
+        ex = ex_.explore([4096])
+    for slots in (20, 60):
+        plan = ex_.plan_within(ex, 4096, slots)
+        entry = plan.entry(4096)
+        assert entry.memory_mb == 4096 and entry.slots <= slots
+        assert sum(entry.configuration.values()) == entry.slots
+        more = ex_.plan(ex, plan.rate * 1.03, [4096]).entry(4096)
+        assert more.slots is None or more.slots > slots
+    assert ex_.plan_within(Exploration.from_dict(ex.to_dict()), 4096, 60) == plan
+    with pytest.raises(UserError, match="one per operator"):
+        ex_.plan_within(ex, 4096, 2)

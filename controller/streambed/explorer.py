@@ -112,6 +112,13 @@ class Exploration:
     def observations(self) -> list[Observation]:
         return [p.observation() for p in self.points]
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Exploration":
+        """An exploration as ``to_dict`` (exploration.json, a plan campaign's result) wrote it."""
+        return cls([ExplorationPoint(**p) for p in d["points"]], d.get("stop_reason", ""), dict(d.get("loocv_rmse", {})),
+                   dict(d.get("split_rmse", {})), d.get("family", ""), d.get("selection", ""), dict(d["model"]),
+                   d.get("optimizer_calls", 0), d.get("estimator_calls", 0), d.get("testbed_seconds", 0.0))
+
     def to_dict(self) -> dict:
         return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
                 "loocv_rmse": self.loocv, "split_rmse": self.split, "family": self.family, "selection": self.selection,
@@ -338,6 +345,50 @@ class ResourceExplorer:
             entries.append(self._configure(ex, m, rate, solve, alternatives, model, fits))
         return Plan(query=query.name, rate=rate, safety=1.0 if s.risk is not None else s.safety, family=model.family,
                     model=model.to_dict(), entries=tuple(entries), risk=s.risk)
+
+
+    def rate_within(self, ex: Exploration, memory_mb: int, slots: int) -> float:
+        """The highest rate this explorer's plan serves with at most ``slots`` slots of ``memory_mb``:
+        section VI's "Model usage" read backwards. The model at that budget (the trusted limit at most,
+        trusted_slots) over the safety factor, or its risk bound, and no more than that budget's own
+        configuration reaches at the efficiency the testbed measured (the plan's last pass)."""
+        s, query, policy = self.settings, self.optimizer.query, self.optimizer.policy
+        obs = ex.observations()
+        model = Surrogate.from_dict(ex.model)
+        limit, _ = trusted_slots(model, memory_mb, max(o.slots for o in obs), s)
+        n = min(slots, limit)
+        if n < query.size:
+            raise UserError(f"{query.name} needs at least {query.size} slots (one per operator); {slots} given")
+        if s.risk is not None:
+            fits = bootstrap_fits(model.family, obs, s.features, samples=s.bootstrap_samples, seed=s.seed)
+            bound = float(np.quantile(predictions(fits, memory_mb, [n])[:, 0], s.risk)) if fits else 0.0
+        else:
+            bound = float(model.predict(memory_mb, n)) / s.safety
+        metrics, _ = self.final_metrics(ex, memory_mb)
+        eff = efficiency(ex.points, memory_mb, lambda c: policy.predict(metrics, c))
+        if eff is not None:
+            reach = policy.configure(metrics, n).predicted_rate
+            if query.keyed:  # the plan's last pass may set the job's max parallelism (planned_max_parallelism)
+                fixed = replace(metrics, max_parallelism=planned_max_parallelism(n))
+                reach = max(reach, policy.configure(fixed, n).predicted_rate)
+            bound = min(bound, eff[0](n) * reach / (1.0 if s.risk is not None else s.safety))
+        return max(0.0, bound)
+
+    def plan_within(self, ex: Exploration, memory_mb: int, slots: int) -> Plan:
+        """The plan for rate_within(ex, memory_mb, slots): a budget of at most ``slots``, configured
+        as the plan configures any budget. The rate steps down by 1 % while the last pass's growth
+        (configured_slots) lands above ``slots``."""
+        rate = self.rate_within(ex, memory_mb, slots) * (1 - 1e-9)  # the bound itself, not a rounding above it
+        for _ in range(50):
+            if rate <= 0:
+                break
+            plan = self.plan(ex, rate, [memory_mb])
+            entry = plan.entry(memory_mb)
+            if entry.slots is not None and entry.slots <= slots:
+                return plan
+            rate *= 0.99
+        raise UserError(f"{self.optimizer.query.name}: no rate this plan supports fits {slots} slots of "
+                        f"{memory_mb} MB")
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,14 @@ class PlanCampaign(ExploreCampaign):
 
     def params(self) -> dict:
         params = {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
-        if self.settings.risk is not None:  # recorded only when set: ledgers from before resume
-            params["risk"] = self.settings.risk
+        s = self.settings
+        # recorded only when set: ledgers from before resume; a re-plan (replan.plan_within) reads them
+        if s.risk is not None:
+            params["risk"] = s.risk
+        if s.max_extrapolation != ExplorerSettings.max_extrapolation:
+            params["max_extrapolation"] = s.max_extrapolation
+        if s.min_marginal != ExplorerSettings.min_marginal:
+            params["min_marginal"] = s.min_marginal
         return params
 
     def run(self, advance: Advance = ignore) -> dict:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from ..errors import UserError
-from ..explorer import ExplorerSettings, guarded_solve, plans_by_family, select_family
-from ..model import FAMILIES, MAX_PLAN_SLOTS, Features, check_slots
+from ..explorer import Exploration, ExplorerSettings, ResourceExplorer, guarded_solve, plans_by_family, select_family
+from ..model import FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Plan, Query, SingleTaskMetrics, TestbedInfo, check_slots
+from ..policies import PAPER_POLICY, policy_named
 from ..policies.bids2 import bids2
 from ..records import (MeasurementFile, MetricsFile, MetricsRecord, RecordError, campaign_points,
                        campaign_single_task, read_campaign, read_measurements, read_single_task_metrics,
@@ -201,3 +202,52 @@ def export(settings: ExportSettings) -> dict:
     return {"campaign_dir": str(settings.campaign_dir), "kind": campaign.kind, "query": query,
             "ledger": str(campaign.path), "measurements": len(points),
             "single_task_metrics": [m.memory_mb for m in metrics], "files": files}
+
+
+# -- a plan within a cluster -------------------------------------------------------------------------------
+
+class RecordedOptimizer:
+    """The Optimizer a re-plan needs (explorer.ResourceExplorer): the query, the campaign's policy and
+    its recorded single-task metrics; nothing is measured."""
+
+    def __init__(self, query: Query, policy: str, single_task: Sequence[SingleTaskMetrics], origin: str):
+        self.query, self.policy, self.origin = query, policy_named(policy), origin
+        self._single = {m.memory_mb: m for m in single_task}
+
+    def single_task(self, memory_mb: int) -> SingleTaskMetrics:
+        if memory_mb not in self._single:
+            raise UserError(f"{self.origin}: no measurement of {memory_mb} MB per slot to configure a budget from "
+                            f"(it has {', '.join(str(m) for m in sorted(self._single)) or 'none'})")
+        return self._single[memory_mb]
+
+    def optimize(self, budget: Budget, key: str):
+        raise UserError(f"{self.origin}: a re-plan measures nothing")
+
+
+def plan_within(plan_path: Path | str, query: Query, info: TestbedInfo, memory_mb: int, slots: int) -> Plan:
+    """The plan the campaign that wrote ``plan_path`` gives for the highest rate it serves within
+    ``slots`` slots of ``memory_mb`` (explorer.ResourceExplorer.plan_within), from its ledger (beside
+    plan.json: the measurements, single-task metrics, seed, policy and guard rails it planned with)."""
+    directory = Path(plan_path).parent
+    origin = f"--plan: {plan_path}"
+    try:
+        campaign = read_campaign(directory)
+    except RecordError as e:
+        raise UserError(f"{origin}: the plan's campaign ledger is needed to re-plan for this cluster ({e})") from None
+    if campaign.kind != "plan" or not campaign.result or "exploration" not in campaign.result:
+        raise UserError(f"{origin}: {campaign.path} holds no finished plan campaign (kind {campaign.kind}); "
+                        f"finish it with make plan (--resume) first")
+    p = campaign.params
+    if p.get("query") != query.name:
+        raise UserError(f"{origin}: its ledger planned {p.get('query')}, not {query.name}")
+    settings = ExplorerSettings(seed=int(p.get("seed", 0)), safety=float(p.get("safety", ExplorerSettings.safety)),
+                                risk=p.get("risk"),
+                                max_extrapolation=float(p.get("max_extrapolation", ExplorerSettings.max_extrapolation)),
+                                min_marginal=float(p.get("min_marginal", ExplorerSettings.min_marginal)))
+    try:
+        single = campaign_single_task(campaign)
+        exploration = Exploration.from_dict(campaign.result["exploration"])
+    except (RecordError, KeyError, TypeError) as e:
+        raise UserError(f"{origin}: {campaign.path}: unreadable plan result ({e})") from None
+    optimizer = RecordedOptimizer(query, str(p.get("policy", PAPER_POLICY)), single, origin)
+    return ResourceExplorer(optimizer, info, settings).plan_within(exploration, memory_mb, slots)

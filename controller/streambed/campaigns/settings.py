@@ -157,6 +157,9 @@ class ValidateSettings:
     """events/s; default: the plan's."""
     runs: ValidationSettings = field(default_factory=ValidationSettings)
     production_slots: int = PRODUCTION_SLOTS
+    within_cluster: bool = False
+    """A plan whose budget is unreachable or larger than the cluster: validate instead the plan for the
+    highest rate it serves within the cluster (replan.plan_within); False: refuse it."""
 
 
 @dataclass(frozen=True)

@@ -3,56 +3,82 @@ size of production (paper section VIII)."""
 
 from __future__ import annotations
 
+import json
+
 from ..errors import UserError
 from ..estimator import NO_PHASES, Phases
-from ..model import Budget, Configuration
+from ..files import write_text
+from ..model import Budget, Configuration, Plan, PlanEntry, Query, TestbedInfo
 from ..records import read_plan
 from ..report.html import write_report
 from ..validation import RunVerdict, validate
+from .replan import plan_within
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
 from .settings import DEFAULT_MEMORY_MB, ValidateSettings
 
 
-def _plan_entry(settings: ValidateSettings, offered: tuple[int, ...],
-                log: Log = ignore) -> tuple[dict, float, int | None, int]:
-    """The configuration, rate, max parallelism and memory per slot of the plan's budget for
-    ``settings.memory_mb`` (none given: the plan's cheapest reachable budget, slots x memory, among
-    the memory sizes the testbed ``offered``)."""
+def _choose_memory(plan: Plan, settings: ValidateSettings, offered: tuple[int, ...], log: Log) -> int:
+    """``settings.memory_mb``, or the plan's cheapest reachable budget (slots x memory) among the memory
+    sizes the testbed ``offered``; with ``within_cluster`` and none reachable, the memory size whose
+    budget supports the most."""
+    if settings.memory_mb is not None:
+        return settings.memory_mb
+    reachable = [e for e in plan.entries if e.slots is not None]
+    if not reachable and settings.within_cluster:
+        candidates = [e for e in plan.entries if e.memory_mb in offered and e.max_rate]
+        if candidates:
+            return max(candidates, key=lambda e: (e.max_rate, -e.memory_mb)).memory_mb
+    if not reachable:
+        raise UserError(f"--plan: {settings.plan} found no budget for its rate at any memory per slot "
+                        f"(unreachable: {plan.entries[0].unreachable if plan.entries else 'no entries'})")
+    if not [e for e in reachable if e.memory_mb in offered]:
+        raise UserError(f"--plan: {settings.plan} has budgets for "
+                        f"{', '.join(f'{e.memory_mb} MB' for e in reachable)} per slot; this testbed offers "
+                        f"{', '.join(str(m) for m in offered)} MB")
+    reachable = [e for e in reachable if e.memory_mb in offered]
+    memory_mb = min(reachable, key=lambda e: (e.slots * e.memory_mb, e.memory_mb)).memory_mb
+    if len(reachable) > 1:
+        others = ", ".join(f"{e.slots} x {e.memory_mb} MB" for e in reachable if e.memory_mb != memory_mb)
+        log(f"the plan's cheapest budget (slots x memory) is validated; --memory for another ({others})")
+    return memory_mb
+
+
+def _plan_entry(settings: ValidateSettings, query: Query, info: TestbedInfo,
+                log: Log = ignore) -> tuple[Plan, PlanEntry, bool]:
+    """The plan and its entry to validate, and whether that plan is a re-plan for the cluster
+    (``settings.within_cluster``: the plan's own budget is unreachable or larger than the cluster)."""
     plan = read_plan(settings.plan)
     if plan.query != settings.campaign.query:
         raise UserError(f"--plan: {settings.plan} plans {plan.query}, not --query {settings.campaign.query}")
-    memory_mb = settings.memory_mb
-    if memory_mb is None:
-        reachable = [e for e in plan.entries if e.slots is not None]
-        if not reachable:
-            raise UserError(f"--plan: {settings.plan} found no budget for its rate at any memory per slot "
-                            f"(unreachable: {plan.entries[0].unreachable if plan.entries else 'no entries'})")
-        if not [e for e in reachable if e.memory_mb in offered]:
-            raise UserError(f"--plan: {settings.plan} has budgets for "
-                            f"{', '.join(f'{e.memory_mb} MB' for e in reachable)} per slot; this testbed offers "
-                            f"{', '.join(str(m) for m in offered)} MB")
-        reachable = [e for e in reachable if e.memory_mb in offered]
-        memory_mb = min(reachable, key=lambda e: (e.slots * e.memory_mb, e.memory_mb)).memory_mb
-        if len(reachable) > 1:
-            others = ", ".join(f"{e.slots} x {e.memory_mb} MB" for e in reachable if e.memory_mb != memory_mb)
-            log(f"the plan's cheapest budget (slots x memory) is validated; --memory for another ({others})")
+    memory_mb = _choose_memory(plan, settings, info.memory_per_slot, log)
     try:
         entry = plan.entry(memory_mb)
     except KeyError:
         raise UserError(f"--memory: {settings.plan} has no budget for {memory_mb} MB per slot "
                         f"(it has {', '.join(str(e.memory_mb) for e in plan.entries)})") from None
+    if settings.within_cluster and (entry.slots is None or entry.slots > info.max_slots):
+        asked = (f"needs {entry.slots} slots" if entry.slots is not None
+                 else f"is unreachable (the most it supports is {entry.max_rate or 0:,.0f} events/s)")
+        fitted = plan_within(settings.plan, query, info, memory_mb, info.max_slots)
+        within = fitted.entry(memory_mb)
+        cap = min(info.max_slots, within.max_slots or info.max_slots)
+        log(f"the plan for {plan.rate:,.0f} events/s at {memory_mb} MB per slot {asked}, this cluster holds "
+            f"{info.max_slots:,}: validating instead its plan for {fitted.rate:,.0f} events/s, the highest it serves "
+            f"within {cap:,} slots" + (f" ({within.slots} slots)" if within.slots != cap else ""))
+        return fitted, within, True
     if entry.slots is None:
-        raise UserError(f"--plan: the plan found no budget for {memory_mb} MB per slot (unreachable rate)")
-    return entry.configuration, settings.rate or plan.rate, entry.max_parallelism, memory_mb
+        raise UserError(f"--plan: the plan found no budget for {memory_mb} MB per slot (unreachable rate; "
+                        f"--within-cluster validates the plan for the highest rate it serves on this cluster)")
+    return plan, entry, False
 
 
-def check_fits(info, budget: Budget, what: str) -> None:
+def check_fits(info, budget: Budget, what: str, remedy: str = "plan a rate it holds") -> None:
     """A validation runs on a cluster that holds the budget (paper VIII: production-scale runs); a plan
     larger than the testbed is refused with both sizes, never run on fewer slots than it asks."""
     if budget.slots > info.max_slots:
         raise UserError(f"{what}: needs {budget.slots} slots of {budget.memory_mb} MB; the {info.name} testbed "
                         f"offers {info.max_slots} (its inventory's testbed.yml max_slots, or --production-slots "
-                        f"on the sim): validate on a larger cluster, or plan a rate it holds")
+                        f"on the sim): validate on a larger cluster, or {remedy}")
 
 
 class ValidateCampaign:
@@ -71,13 +97,17 @@ class ValidateCampaign:
             if str(e).startswith("--max-slots:"):
                 raise UserError("--production-slots:" + str(e)[len("--max-slots:"):]) from None
             raise
+        info = self.testbed.info()
+        self.query = self.testbed.query(s.campaign.query)
+        self.plan: Plan | None = None
+        self.replanned = False
         if s.plan:
-            mapping, self.rate, max_parallelism, memory_mb = _plan_entry(s, self.testbed.info().memory_per_slot,
-                                                                         status)
+            self.plan, entry, self.replanned = _plan_entry(s, self.query, info, status)
+            mapping, max_parallelism, memory_mb = entry.configuration, entry.max_parallelism, entry.memory_mb
+            self.rate = s.rate or self.plan.rate
         else:
             mapping, self.rate = None, s.rate
         self.memory_mb = memory_mb
-        self.query = self.testbed.query(s.campaign.query)
         if mapping:
             try:
                 self.configuration = Configuration.of(self.query, mapping, max_parallelism)
@@ -85,10 +115,13 @@ class ValidateCampaign:
                 raise UserError(f"--plan: {s.plan}: the entry of {memory_mb} MB: {e}") from None
         else:
             self.configuration = configuration_of(self.query, s.configuration)
-        info = self.testbed.info()
         info.check_memory(memory_mb, "--memory")
         self.budget = Budget(self.configuration.slots, memory_mb)
-        check_fits(info, self.budget, f"--plan {s.plan}" if s.plan else "--config")
+        if s.plan:
+            check_fits(info, self.budget, f"--plan {s.plan}",
+                       "--within-cluster for the plan of the highest rate it serves there")
+        else:
+            check_fits(info, self.budget, "--config", "give a configuration it holds")
         info.check_window(s.runs.window_s, "--window")
         info.check_window(s.runs.duration_s, "--duration")
         self.directory = s.campaign.directory_for(self.kind)
@@ -110,8 +143,14 @@ class ValidateCampaign:
             report = validate(self.testbed, ledger, self.query.name, self.budget, self.configuration, self.rate,
                               self.settings.runs, on_run=on_run, phases=self.phases)
             data = report.to_dict()
+            if self.plan is not None:
+                data["plan"] = {"file": str(self.settings.plan), "replanned_for_cluster": self.replanned}
             ledger.set_result(data)
+        plan = self.plan.to_dict() if self.plan else None
+        data["files"] = {}
+        if self.replanned:  # the plan validated is this cluster's re-plan: kept beside the report
+            data["files"]["plan"] = str(self.directory / "plan.json")
+            write_text(data["files"]["plan"], json.dumps(plan, indent=2) + "\n")
         # the campaign's page, once its ledger holds the result (streambed report --plan writes it again)
-        plan = read_plan(self.settings.plan).to_dict() if self.settings.plan else None
-        data["files"] = {"report": str(write_report(self.directory, plan=plan))}
+        data["files"]["report"] = str(write_report(self.directory, plan=plan))
         return data

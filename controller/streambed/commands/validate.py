@@ -26,6 +26,9 @@ def register(sub) -> None:
     sp.add_argument("--window", type=non_negative_seconds, default=ValidationSettings.window_s, help="seconds")
     sp.add_argument("--production-slots", type=slots, default=ValidateSettings.production_slots,
                     help="sim only: slots of the production cluster")
+    sp.add_argument("--within-cluster", action="store_true",
+                    help="a plan unreachable or larger than the cluster: validate the plan for the highest rate it "
+                         "serves within the cluster's slots (re-planned from the plan's ledger) instead of refusing")
     campaign_options(sp, "validate")
     output_options(sp)
     sp.set_defaults(func=cmd_validate)
@@ -39,7 +42,7 @@ def cmd_validate(args, out: Output) -> None:
                               window_s=args.window)
     settings = ValidateSettings(campaign_settings(args), plan=args.plan, configuration=args.config,
                                 memory_mb=args.memory, rate=args.rate, runs=runs,
-                                production_slots=args.production_slots)
+                                production_slots=args.production_slots, within_cluster=args.within_cluster)
     data = run(ValidateCampaign(settings, **logs(args, out)), out)
     validation_table(out, data)
     out.result(data)
