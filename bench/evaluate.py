@@ -2,9 +2,10 @@
 
 Sections (issues #3 and #11):
   A. The Nexmark profiles q1, q2, q5, q8, q11 and the paper's analytic profiles planned on a 48-slot
-     testbed (0.5-4 GB) at 3x, 10x and 25x what its largest budget sustains, each 4 GB plan judged
-     by the sim's truth: its own configuration's MST against the target, its slots against the
-     smallest budget that sustains the target; a verdict per plan and one summary line.
+     testbed (0.5-4 GB) at 3x, 10x and 25x what its largest budget sustains, each plan's entry per
+     memory judged by the sim's truth: its own configuration's MST against the target, its slots
+     against the smallest budget of that memory that sustains the target; a verdict per entry, one
+     summary line for the 4 GB entries, one for every memory, and a line per under-provisioned entry.
   B. Analytic profiles with the paper's Table III models plus run-to-run noise, swept over noise
      levels (--noise) and seeds (--seeds): how often the explorer picks the paper's family, its slots
      against Table IV, and up to which noise they land within 2 %.
@@ -155,9 +156,27 @@ def summary_line(s: dict) -> str:
             f"{ratio(s['worst_slots_over_truth'])}")
 
 
+def memory_records(rows: list[dict]) -> list[dict]:
+    """Section A's rows as one record per (profile, multiple, memory) entry, in the form ``summary``
+    counts (planned_slots, true_min, verdict). Memory keys may be strings (rows read back from
+    evaluation.json): they come back as ints, in increasing order."""
+    return [{"profile": r["profile"], "multiple": r["multiple"], "memory_mb": int(m), "planned_slots": e["planned"],
+             "true_min": e["true_min"], "own_over_rate": e["own_over_rate"], "verdict": e["verdict"]}
+            for r in rows for m, e in sorted(r["memories"].items(), key=lambda kv: int(kv[0]))]
+
+
+def under_line(record: dict) -> str:
+    """One under-provisioned entry, for a reader to see which."""
+    ratio = record["own_over_rate"]
+    return (f"{record['profile']} x{record['multiple']:g} at {record['memory_mb']} MB: {record['planned_slots']} slots, "
+            f"own MST / target {f'{ratio:.3f}' if ratio is not None else '-'}")
+
+
 def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = None, seed: int = 0) -> dict:
-    """One section A row: ``name`` planned for ``multiple`` x its 48-slot truth, the 4 GB entry judged by
-    the sim's truth (the plan's own configuration, and the smallest budget that sustains the rate).
+    """One section A row: ``name`` planned for ``multiple`` x its 48-slot truth, each memory's entry judged
+    by the sim's truth (the plan's own configuration, and the smallest budget of that memory that
+    sustains the rate). The row's top-level fields are the 4 GB entry's; ``memories`` holds every
+    entry's (memory_mb: planned, own_mst, own_over_rate, true_min, limit, verdict).
     A top-level function so that rows can run in worker processes."""
     t0 = time.time()
     profile = load_profile(name)
@@ -167,22 +186,29 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
     timing = "paper-complex" if any(q in name for q in COMPLEX) else "paper-simple"
     outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, MEMORIES, timing, seed, risk=risk)
     plan, ex = outcome.plan, outcome.exploration
+    memories = {}
+    for e in plan.entries:  # every memory by the same rule: validate deploys the cheapest, not the 4 GB one
+        own_e = None
+        if e.slots:
+            own_e = gt.configuration_mst(Configuration.of(profile.query(), e.configuration, e.max_parallelism),
+                                         e.memory_mb).mst
+        found = gt.min_slots(rate, e.memory_mb)
+        true_min_e = found[0] if found else None
+        memories[e.memory_mb] = {"planned": e.slots, "own_mst": own_e,
+                                 "own_over_rate": own_e / rate if own_e is not None else None,
+                                 "true_min": true_min_e, "limit": e.max_slots,
+                                 "verdict": plan_verdict(e.slots, own_e, rate, true_min_e, e.max_slots)}
     entry = plan.entry(4096)
-    own = None
-    if entry.slots:
-        own = gt.configuration_mst(Configuration.of(profile.query(), entry.configuration, entry.max_parallelism),
-                                   4096).mst
-    found = gt.min_slots(rate, 4096)
-    true_min = found[0] if found else None
+    own, true_min = memories[4096]["own_mst"], memories[4096]["true_min"]
     limit = entry.max_slots
-    verdict = plan_verdict(entry.slots, own, rate, true_min, limit)
+    verdict = memories[4096]["verdict"]
     return {"profile": name, "multiple": multiple, "rate": rate, "testbed_mst": testbed_mst, "family": plan.family,
             "selection": ex.selection, "planned": {e.memory_mb: e.slots for e in plan.entries},
             "planned_slots": entry.slots, "configuration": entry.configuration,
             "max_parallelism": entry.max_parallelism, "true_min": true_min,
             "own_mst": own, "own_over_rate": own / rate if own is not None else None, "limit": limit,
             "verdict": verdict, "risk": entry.risk, "optimizer_calls": ex.optimizer_calls, "estimator_calls": ex.estimator_calls,
-            "testbed_minutes": ex.testbed_seconds / 60, "wall_s": time.time() - t0}
+            "testbed_minutes": ex.testbed_seconds / 60, "memories": memories, "wall_s": time.time() - t0}
 
 
 def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, multiples=MULTIPLES,
@@ -208,7 +234,13 @@ def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, mu
             f"{100 * r['risk']:.1f} %" if r["risk"] is not None else "-", r["optimizer_calls"], r["estimator_calls"], r["testbed_minutes"]) for r in rows])
     s = summary(rows)
     console.print("A summary: " + summary_line(s))
-    return {"rows": rows, "summary": s}
+    records = memory_records(rows)
+    every = summary(records)
+    console.print("A summary, every memory per slot: " + summary_line(every))
+    for rec in records:
+        if rec["verdict"] == UNDER:
+            console.print("A under-provisioned: " + under_line(rec))
+    return {"rows": rows, "summary": s, "summary_every_memory": every}
 
 
 # -- B ------------------------------------------------------------------------------------------------

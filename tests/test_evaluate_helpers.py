@@ -1,7 +1,9 @@
-"""The pure helpers of bench/evaluate.py: section B's noise sweep and section D's configuration text."""
+"""The pure helpers of bench/evaluate.py: section A's verdicts and summaries, section B's noise sweep and section D's
+configuration text."""
 
 import argparse
 import importlib.util
+import json
 import math
 
 import pytest
@@ -103,3 +105,48 @@ def test_the_summary_counts_verdicts_and_slot_ratios():
         (5, 1, 1, 1, 1, 1)
     assert s["median_slots_over_truth"] == pytest.approx(1.1) and s["worst_slots_over_truth"] == pytest.approx(3.0)
     assert "1 under-provisioned" in evaluate.summary_line(s)
+
+
+def _entry(planned, own_over_rate, true_min, verdict):
+    return {"planned": planned, "own_mst": None if own_over_rate is None else own_over_rate * 1e6,
+            "own_over_rate": own_over_rate, "true_min": true_min, "limit": 2400, "verdict": verdict}
+
+
+def _row(profile, multiple, memories):
+    four = memories[4096]
+    return {"profile": profile, "multiple": multiple, "planned_slots": four["planned"], "true_min": four["true_min"],
+            "own_over_rate": four["own_over_rate"], "verdict": four["verdict"], "memories": memories}
+
+
+def test_every_memory_is_counted_and_an_under_provisioned_cheap_entry_shows_beside_a_right_4gb_row():
+    rows = [_row("q11", 25, {512: _entry(1458, 0.86, 1600, "under"), 1024: _entry(1368, 0.99, 1420, "under"),
+                             2048: _entry(1368, 1.01, 1300, "right"), 4096: _entry(1414, 1.05, 1300, "right")}),
+            _row("q5", 3, {m: _entry(None, None, None, "unreachable (truth agrees)") for m in (512, 1024, 2048, 4096)}),
+            _row("q8", 3, {512: _entry(None, None, 500, "unreachable (truth reaches it)"),
+                           4096: _entry(None, None, 3000, "unreachable (beyond the stated limit)")})]
+    four_gb = evaluate.summary(rows)
+    assert (four_gb["plans"], four_gb["under"], four_gb["right"], four_gb["unreachable_agreed"],
+            four_gb["unreachable_wrong"]) == (3, 0, 1, 2, 0)
+    records = evaluate.memory_records(rows)
+    assert [(r["profile"], r["memory_mb"]) for r in records] == [
+        ("q11", 512), ("q11", 1024), ("q11", 2048), ("q11", 4096),
+        ("q5", 512), ("q5", 1024), ("q5", 2048), ("q5", 4096), ("q8", 512), ("q8", 4096)]
+    every = evaluate.summary(records)
+    assert (every["plans"], every["under"], every["over"], every["right"], every["unreachable_agreed"],
+            every["unreachable_wrong"]) == (10, 2, 0, 2, 5, 1)
+    # slots over the true minimum at each entry's own memory: 1458/1600, 1368/1420, 1368/1300, 1414/1300
+    assert every["worst_slots_over_truth"] == pytest.approx(1414 / 1300)
+    assert every["median_slots_over_truth"] == pytest.approx((1368 / 1420 + 1368 / 1300) / 2)
+    assert "2 under-provisioned" in evaluate.summary_line(every)
+    under = [evaluate.under_line(r) for r in records if r["verdict"] == "under"]
+    assert under == ["q11 x25 at 512 MB: 1458 slots, own MST / target 0.860",
+                     "q11 x25 at 1024 MB: 1368 slots, own MST / target 0.990"]
+
+
+def test_memory_records_read_back_from_json_have_int_memories_in_order():
+    row = _row("q1", 3, {4096: _entry(167, 1.18, 142, "right"), 512: _entry(164, 1.2, 140, "right"),
+                         1024: _entry(165, 1.19, 141, "right")})
+    back = json.loads(json.dumps(row))
+    assert set(back["memories"]) == {"512", "1024", "4096"}  # what evaluation.json holds
+    assert [r["memory_mb"] for r in evaluate.memory_records([back])] == [512, 1024, 4096]
+    assert evaluate.memory_records([back]) == evaluate.memory_records([row])
