@@ -710,6 +710,8 @@ def test_validate_within_cluster_validates_the_plan_for_the_highest_rate_the_clu
     kept = json.loads((tmp_path / "fitted" / "plan.json").read_text())
     assert kept["rate"] == d["rate"] and kept["entries"][0]["configuration"] == d["configuration"]
     assert d["runs"][0]["verdict"] == "sustained"  # the re-plan holds its own rate on the sim
+    page = (tmp_path / "fitted" / "report.html").read_text()
+    assert "Re-planned for this cluster" in page and f"{d['rate']:,.0f} events/s" in page
 
     json_result(streambed("plan", "--query", "q1", *explore, "--rate", "1e12", "--campaign-dir", "far", "--json",
                           cwd=tmp_path))

@@ -194,8 +194,13 @@ def plan_section(c: Campaign) -> Section:
     rec = Recorder()
     plan_tables(rec, p, c.exploration, replay=c.replay)
     risky = any(kind == "warning" for kind, _ in rec.items)
+    origin = ((c.validation or {}).get("plan") or {})
+    replanned = (f"<p>Re-planned for this cluster (--within-cluster) from {esc(origin.get('file'))}: that plan's "
+                 f"own budget was unreachable or larger than the cluster, so this is its plan for the highest rate it "
+                 f"serves within the cluster's slots (the same measurements, model and rules).</p>"
+                 if origin.get("replanned_for_cluster") else "")
     s.body = (f"<p>{esc(p['query'])} at <b>{p['rate']:,.0f} events/s</b>, {esc(sizing)}, {esc(p.get('family', '?'))} "
-              f"model.</p><ul>{''.join(lines)}</ul>"
+              f"model.</p>{replanned}<ul>{''.join(lines)}</ul>"
               + ("" if risky else f'<p class="ok">The plan carries no warning: every budget is reachable within '
                                   f"the model's trusted range, the model families agree within "
                                   f"{FAMILY_SPREAD_WARNING:g}x and no measurement was capped by the source.</p>")
