@@ -405,3 +405,47 @@ def test_a_campaign_killed_while_observing_longer_resumes_to_the_same_estimate(t
     assert tb.starts == 1
     assert [w.success for w in again.windows] == [w.success for w in whole.windows]
     assert again.mst == pytest.approx(whole.mst, rel=0.002)
+
+
+class WaitRecordingTestbed(SimTestbed):
+    """The simulated testbed, recording every wait the estimator asks for."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.waits = []
+
+    def wait(self, run, seconds):
+        self.waits.append(seconds)
+        return super().wait(run, seconds)
+
+
+@pytest.mark.parametrize("size_s, ramp", [(None, 10), (3, 10), (30, 60)])
+def test_a_rate_is_judged_once_the_windows_hold_only_its_records(tmp_path, size_s, ramp):
+    """Each test waits the timing's ramp-up, or the query's state span (twice its longest window)
+    when longer: a window still holding the cooldown's records fires cheaper than the steady state."""
+    profile = toy()
+    if size_s is not None:
+        data = {"name": "toy", "operators": [
+            {"name": "m", "kind": "map", "rate": 1e7, "inputs": [{"from": "source"}]},
+            {"name": "agg", "kind": "window", "rate": 100_000, "keys": {"count": 1000, "zipf": 0},
+             "window": {"size_s": size_s, "slide_s": size_s}, "inputs": [{"from": "m", "partitioning": "hash"}]},
+            {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]}]}
+        profile = parse_profile(data, "toy.yaml")
+    tb = WaitRecordingTestbed(profile, SimSettings(noise=False))
+    assert tb.query("toy").state_span_s == (2 * size_s if size_s else 0.0)
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger)
+    # one ramp-up per tested rate (the warm-up waits FAST's 10 s too), none shorter than the span
+    assert est.mst > 0 and tb.waits.count(ramp) >= len(est.windows) and max(tb.waits) == ramp
+
+
+def test_the_longest_interval_of_a_query_is_read_from_its_sql():
+    from pathlib import Path
+
+    from streambed.testbed.flink import longest_interval_s
+
+    q5 = (Path(__file__).parents[1] / "flink" / "queries" / "q5.sql").read_text()
+    assert longest_interval_s(q5) == 10.0  # HOP(..., INTERVAL '2' SECOND, INTERVAL '10' SECOND)
+    assert longest_interval_s("SELECT * FROM t") == 0.0
+    assert longest_interval_s("GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), SESSION(ts, INTERVAL '90' seconds)") == 90.0
+    assert longest_interval_s("-- INTERVAL '1' HOUR in a comment\nSELECT TUMBLE(ts, INTERVAL '0.5' SECOND)") == 0.5

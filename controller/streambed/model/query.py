@@ -34,6 +34,10 @@ class Query:
     rule (model/keygroups.py). Empty when the testbed does not say."""
     max_parallelism: int | None = None
     """The job's max parallelism (key groups) when it sets one; None: Flink's default per operator."""
+    state_span_s: float = 0.0
+    """How long after a change of rate the query's time-based state (its windows) holds only records
+    of the new rate: twice its longest window (state_span). Until then a window still holds the
+    old rate's records, so a rate measured sooner is not the steady one. 0: no windows."""
 
     def __post_init__(self) -> None:
         known = set(self.operators)
@@ -145,3 +149,9 @@ def check_slots(slots: int, operators: int, *, query: str = "the query", field: 
     if slots < operators:
         raise error(f"{field}: {query} has {operators} operators; a budget needs at least one slot each, "
                     f"got {slots}")
+
+
+def state_span(longest_window_s: float) -> float:
+    """Twice the longest window: a window open when the rate changed closes within one window
+    length; the first one to span only the new rate closes within two (hopping windows sooner)."""
+    return 2.0 * max(0.0, longest_window_s)

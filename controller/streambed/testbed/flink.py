@@ -33,7 +33,7 @@ import requests
 from ..errors import (JobFailed, JobRestarted, MetricsMissing, QueryRejected, TaskManagerLost, TestbedUnreachable,
                       UserError)
 from ..metrics.prometheus import JobVertices, PrometheusReader, window_measurement
-from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo
+from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo, state_span
 from .base import Run
 
 QUERY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -99,7 +99,18 @@ def parse_declared_graph(name: str, sql: str) -> Query:
         if not sep:
             raise UserError(f"query {name}: streambed-edges: expected up>down pairs, got {e!r}")
         pairs.append((up, down))
-    return Query(name, tuple(ops.group(1).split()), tuple(pairs))
+    return Query(name, tuple(ops.group(1).split()), tuple(pairs), state_span_s=state_span(longest_interval_s(sql)))
+
+
+INTERVAL = re.compile(r"INTERVAL\s+'\s*(\d+(?:\.\d+)?)\s*'\s+(SECOND|MINUTE|HOUR|DAY)S?\b", re.I)
+UNIT_S = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
+
+
+def longest_interval_s(sql: str) -> float:
+    """The longest INTERVAL literal of a query, in seconds (window sizes, slides, session gaps,
+    interval-join bounds); 0 without any. Comments are skipped."""
+    code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return max((float(v) * UNIT_S[u.lower()] for v, u in INTERVAL.findall(code)), default=0.0)
 
 
 # -- settings ---------------------------------------------------------------------------------------

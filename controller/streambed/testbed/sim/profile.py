@@ -23,7 +23,7 @@ import yaml
 from ... import checks
 from ...errors import ProfileError, UserError
 from ...files import read_input
-from ...model import SOURCE, Query
+from ...model import SOURCE, Query, state_span
 from .partitioning import FLINK_MAX_MAX_PARALLELISM
 
 MAX_KEY_COUNT = 10_000_000
@@ -182,6 +182,7 @@ class SimProfile:
             edges=tuple((i.source, op.name) for op in self.operators for i in op.inputs),
             keyed=frozenset(op.name for op in self.operators if any(i.partitioning == "hash" for i in op.inputs)),
             max_parallelism=self.max_parallelism,
+            state_span_s=state_span(max((op.window.size_s for op in self.operators if op.window), default=0.0)),
         )
 
     def operator(self, name: str) -> OperatorSpec:
