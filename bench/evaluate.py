@@ -85,19 +85,23 @@ PAPER_METHOD = {"policy": "bids2", "min_marginal": 0.0}
 
 def plan_campaign(out: Path, query: str, rate: float, memories, timing: str, seed: int = 0,
                   profile: SimProfile | None = None, policy: str = DEFAULT_POLICY, min_marginal: float | None = None,
-                  risk: float | None = None):
+                  risk: float | None = None, checkpoint_slots: int | None = None, sizing: str = "surrogate"):
     """One plan campaign on a fresh 48-slot simulated testbed; its ledger and files under ``out``.
-    ``profile``: a profile changed in memory (section B's noise levels) instead of the shipped one."""
+    ``profile``: a profile changed in memory (section B's noise levels) instead of the shipped one.
+    ``checkpoint_slots``: staged measurements on a simulated cluster of that many slots (--checkpoint-slots)."""
     if out.exists():
         shutil.rmtree(out)
-    tb = SimTestbed(profile or load_profile(query), SimSettings(seed=seed, max_slots=TESTBED_SLOTS))
-    settings = ExplorerSettings(seed=seed)
+    profile = profile or load_profile(query)
+    tb = SimTestbed(profile, SimSettings(seed=seed, max_slots=TESTBED_SLOTS))
+    staged = SimTestbed(profile, SimSettings(seed=seed, max_slots=checkpoint_slots)) if checkpoint_slots else None
+    settings = ExplorerSettings(seed=seed, sizing=sizing)
     if min_marginal is not None:
         settings = replace(settings, min_marginal=min_marginal)
     if risk is not None:
         settings = replace(settings, risk=risk)
     with Ledger.open(out, "plan", {"query": query, "rate": rate}, resume=False) as ledger:
-        return run_plan(tb, ledger, query, rate, memories, Timing.named(timing), settings, out, policy=policy)
+        return run_plan(tb, ledger, query, rate, memories, Timing.named(timing), settings, out, policy=policy,
+                        checkpoint=staged)
 
 
 # -- A ------------------------------------------------------------------------------------------------
@@ -172,7 +176,8 @@ def under_line(record: dict) -> str:
             f"own MST / target {f'{ratio:.3f}' if ratio is not None else '-'}")
 
 
-def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = None, seed: int = 0) -> dict:
+def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = None, seed: int = 0,
+                checkpoint_slots: int | None = None, sizing: str = "surrogate") -> dict:
     """One section A row: ``name`` planned for ``multiple`` x its 48-slot truth, each memory's entry judged
     by the sim's truth (the plan's own configuration, and the smallest budget of that memory that
     sustains the rate). The row's top-level fields are the 4 GB entry's; ``memories`` holds every
@@ -184,7 +189,8 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
     testbed_mst = gt.true_mst(TESTBED_SLOTS, 4096).mst
     rate = multiple * testbed_mst
     timing = "paper-complex" if any(q in name for q in COMPLEX) else "paper-simple"
-    outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, MEMORIES, timing, seed, risk=risk)
+    outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, MEMORIES, timing, seed, risk=risk,
+                            checkpoint_slots=checkpoint_slots, sizing=sizing)
     plan, ex = outcome.plan, outcome.exploration
     memories = {}
     for e in plan.entries:  # every memory by the same rule: validate deploys the cheapest, not the 4 GB one
@@ -208,15 +214,18 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
             "max_parallelism": entry.max_parallelism, "true_min": true_min,
             "own_mst": own, "own_over_rate": own / rate if own is not None else None, "limit": limit,
             "verdict": verdict, "risk": entry.risk, "optimizer_calls": ex.optimizer_calls, "estimator_calls": ex.estimator_calls,
-            "testbed_minutes": ex.testbed_seconds / 60, "memories": memories, "wall_s": time.time() - t0}
+            "testbed_minutes": ex.testbed_seconds / 60, "memories": memories,
+            "checkpoints": [{"memory_mb": p.memory_mb, "slots": p.slots, "mst": p.mst} for p in ex.points
+                            if p.phase == "checkpoint"], "wall_s": time.time() - t0}
 
 
 def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, multiples=MULTIPLES,
-              risk: float | None = None, seed: int = 0) -> dict:
+              risk: float | None = None, seed: int = 0, checkpoint_slots: int | None = None,
+              sizing: str = "surrogate") -> dict:
     """Plans at 3x, 10x and 25x of the testbed's MST for the five Nexmark profiles and the paper's
     analytic ones, each judged by the sim's truth (issue 11's rule: sustain the target with at most
     1.25x the true minimum slots, or say unreachable where the truth does or beyond the stated limit)."""
-    cases = [(out_dir, n, m, risk, seed) for n in names for m in multiples]
+    cases = [(out_dir, n, m, risk, seed, checkpoint_slots, sizing) for n in names for m in multiples]
     rows = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for r in pool.map(judged_plan, *zip(*cases)):
@@ -224,7 +233,9 @@ def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, mu
             console.print(f"A {r['profile']} x{r['multiple']:g}: {r['planned_slots']} slots (truth {r['true_min']}), "
                           f"own MST / target {fmt(r['own_over_rate'])}: {r['verdict']} [{r['wall_s']:.0f} s]")
     table("A. Plans at 3/10/25x the 48-slot MST (4 GB per slot), judged by the sim's truth"
-          + (f", sized for a {100 * risk:g} % risk" if risk else ""),
+          + (f", sized for a {100 * risk:g} % risk" if risk else "")
+          + (f", with checkpoints on {checkpoint_slots:,} slots" if checkpoint_slots else "")
+          + (f", sized by {sizing}" if sizing != "surrogate" else ""),
           ("profile", "x", "rate, ev/s", "family", "planned slots (0.5/1/2/4 GB)", "true min (4 GB)",
            "own MST / target", "verdict", "estimated risk", "#CO", "#CE", "testbed min"),
           [(r["profile"], f"{r['multiple']:g}", r["rate"], f"{r['family']} ({r['selection'].split()[0]})",
@@ -577,6 +588,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="section B's campaigns run in this many processes (default: 2 or the CPU count)")
     parser.add_argument("--seed-a", type=int, default=0, help="section A: the campaigns' seed")
+    parser.add_argument("--checkpoint-slots", type=int, default=None,
+                        help="section A: staged measurements on a simulated cluster of this many slots where the "
+                             "families disagree or the plan is unreachable (streambed plan --checkpoint-slots)")
+    parser.add_argument("--sizing", choices=("surrogate", "efficiency"), default="surrogate",
+                        help="section A: the plan's budget from the surrogate model (section VI) or from the "
+                             "efficiency of the configurations measured alone (issue 11's alternative)")
     parser.add_argument("--risk", type=float, default=None,
                         help="section A: size plans for this risk of under-provisioning instead of the 1.10 factor")
     args = parser.parse_args()
@@ -587,7 +604,9 @@ def main() -> int:
     sections = (("C", "C_paper_data", section_c),
                 ("D", "D_bids2_vs_ds2", lambda: section_d(out)),
                 ("B", "B_analytic", lambda: section_b(out, args.seeds, args.noise, args.jobs)),
-                ("A", "A_plans", lambda: section_a(out, args.jobs, risk=args.risk, seed=args.seed_a)))
+                ("A", "A_plans", lambda: section_a(out, args.jobs, risk=args.risk, seed=args.seed_a,
+                                                             checkpoint_slots=args.checkpoint_slots,
+                                                             sizing=args.sizing)))
     for letter, key, run in sections:
         if letter in args.sections:
             started = time.time()

@@ -563,6 +563,23 @@ def test_plan_writes_a_plan_its_files_and_resumes_from_the_ledger(tmp_path):
     assert again["ledger"]["executed"] == 0 and again["ledger"]["replayed"] == d["ledger"]["executed"]
 
 
+def test_plan_with_a_checkpoint_measures_beyond_the_testbed_and_resumes_to_the_same_plan(tmp_path):
+    """paper-q5-log at 3 M events/s from a 24-slot testbed: its families disagree, so one staged
+    measurement on a simulated 300-slot cluster, and the 4 GB plan rests on that memory's own points."""
+    argv = ["plan", "--query", "paper-q5-log", "--rate", "3e6", "--profiles", "4096", "--max-slots", "24", *QUICK,
+            "--checkpoint-slots", "300", "--campaign-dir", "c", "--json"]
+    d = json_result(streambed(*argv, cwd=tmp_path, timeout=120))
+    staged = [p for p in d["exploration"]["points"] if p["phase"] == "checkpoint"]
+    assert len(staged) == 1 and 24 < staged[0]["slots"] <= 300 and staged[0]["memory_mb"] == 4096
+    entry = d["plan"]["entries"][0]
+    assert entry["model"] is not None and entry["model"] != d["plan"]["model"]
+    again = json_result(streambed(*argv, "--resume", cwd=tmp_path, timeout=120))
+    assert again["plan"] == d["plan"] and again["ledger"]["executed"] == 0
+    line = error_line(streambed(*argv[:-4], "20", "--campaign-dir", "small", cwd=tmp_path, timeout=120))
+    assert line == "streambed: error: --checkpoint-slots: must exceed the testbed's 24 slots (the largest budget it measures), got 20"
+    assert not (tmp_path / "small").exists()  # refused before anything was measured
+
+
 def test_plan_killed_mid_campaign_resumes_losing_at_most_the_window_in_flight(tmp_path):
     argv = ["plan", "--query", "q8", "--rate", "2e7", "--profiles", "2048,4096", "--campaign-dir", "k", "--json",
             "--timing", "paper-complex"]

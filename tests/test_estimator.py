@@ -8,8 +8,8 @@ import pytest
 from streambed.errors import JobRestarted, TestbedUnreachable
 from dataclasses import replace
 
-from streambed.estimator import (TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
-                                 next_rate, recovered, verdict, warmup_settled)
+from streambed.estimator import (MAX_GROWTH_WINDOWS, TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
+                                 iteration_budget, next_rate, recovered, verdict, warmup_settled)
 from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement, OperatorMetrics
@@ -168,6 +168,32 @@ def test_the_iteration_cap_stops_the_search(tmp_path):
     with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
         est = estimate(tb, ledger, capped)
     assert len(est.windows) == 3
+
+
+def test_doublings_with_no_upper_bound_do_not_count_after_the_first():
+    assert iteration_budget(5, 0, math.inf, 5) == 5  # the warm-up's own rate held: the usual first step
+    assert iteration_budget(5, 1, math.inf, 5) == 6  # held again: the warm-up was far below the MST
+    assert iteration_budget(6, 2, 200_000.0, 5) == 6  # bracketed: the dichotomy's windows count
+    assert iteration_budget(5 + MAX_GROWTH_WINDOWS, 40, math.inf, 5) == 5 + MAX_GROWTH_WINDOWS  # bounded
+
+
+class CollapsedWarmup(SlowStarter):
+    """A warm-up that emits nothing (a job that stalled under the warm-up's full rate), then a job
+    that holds its steady rate: the search starts from the cooldown rate, 1,000 x below the MST."""
+
+    RAMP = (0.0,)
+
+
+def test_a_collapsed_warm_up_still_brackets_the_mst(tmp_path):
+    tb = CollapsedWarmup(toy(), SimSettings(noise=False))
+    timing = replace(FAST, max_iterations=5, warmup_max_s=0)
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = estimate(tb, ledger, timing)
+    assert est.warmup_rate == 0
+    # before, 5 windows doubled from 100 events/s and called 1,600 the MST; now the search doubles
+    # until a rate fails, then bisects with its 5 windows
+    assert any(not w.success for w in est.windows)
+    assert est.mst == pytest.approx(100_000 / 0.99, rel=0.2)
 
 
 def test_a_failed_window_is_discarded_retried_and_never_counted(tmp_path):

@@ -218,7 +218,7 @@ def _point(slots, mst, configuration, memory=4096):
 def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_do():
     from streambed.explorer import efficiency
 
-    predict = lambda c: 1000.0 * c["A"]  # noqa: E731 - a policy whose prediction is linear in A's tasks
+    predict = lambda p: 1000.0 * p.configuration["A"]  # noqa: E731 - a policy whose prediction is linear in A's tasks
     flat = [_point(p, 900.0 * p, {"A": p}) for p in (4, 16, 48)]
     eta, top, eta_top = efficiency(flat, 4096, predict)
     assert top == 48 and eta_top == pytest.approx(0.9) and eta(1000) == pytest.approx(0.9)
@@ -229,6 +229,9 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     falling = [_point(p, 1000.0 * p * (1 - 0.5 * math.log(p / 4) / math.log(12)), {"A": p}) for p in (4, 12, 48)]
     eta, _, eta_top = efficiency(falling, 4096, predict)
     assert eta_top == pytest.approx(0.5) and eta(480) < 0.5 and eta(48) == pytest.approx(0.5)
+    # between the two largest budgets (a testbed's and a checkpoint's): linear in ln P from one to the other
+    at_12 = 1 - 0.5 * math.log(3) / math.log(12)
+    assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * math.log(2) / math.log(4))
     assert efficiency(flat, 512, predict) is None  # no measurement of that memory
 
 
@@ -286,3 +289,91 @@ def test_the_plan_within_a_cluster_serves_the_highest_rate_that_fits_it(tmp_path
     assert ex_.plan_within(Exploration.from_dict(ex.to_dict()), 4096, 60) == plan
     with pytest.raises(UserError, match="one per operator"):
         ex_.plan_within(ex, 4096, 2)
+
+
+def test_a_checkpoint_measures_where_the_families_diverge_most():
+    from streambed.explorer import checkpoint_budget
+    from streambed.surrogates import fit
+
+    # a curve that bends: the three families agree on the testbed and part beyond it
+    obs = [Observation(4096, p, 1e5 * math.sqrt(p)) for p in (4, 8, 16, 24, 32, 48)]
+    families = ("linear", "log", "sqrt")
+    fits = [fit(f, obs, Features()) for f in families]
+
+    def spread(p):
+        pred = [float(m.predict(4096, p)) for m in fits]
+        return max(pred) / min(pred)
+
+    best = checkpoint_budget(obs, Features(), families, 4096, 49, 2000)
+    assert 49 <= best <= 2000
+    assert all(spread(best) >= spread(p) for p in (49, 100, 300, 1000, 2000))
+    assert checkpoint_budget(obs, Features(), families, 4096, 49, 120) <= 120
+
+
+def test_a_checkpoint_looks_no_further_than_the_families_answers():
+    from streambed.explorer import checkpoint_range
+    from streambed.model import PlanEntry
+
+    agreed = PlanEntry(4096, 120, 1.0, {"a": 120}, 1.0, {"linear": 100, "log": 300, "sqrt": 150}, model_slots=100)
+    assert checkpoint_range(agreed, 1000) == 300 and checkpoint_range(agreed, 200) == 200
+    unreachable = PlanEntry(4096, None, None, None, None, {"linear": 100, "log": None, "sqrt": 150})
+    assert checkpoint_range(unreachable, 1000) == 1000
+
+
+def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_points(tmp_path):
+    """paper-q5-log planned far beyond a 24-slot testbed: log says unreachable, linear plans, so one
+    staged measurement on a 400-slot cluster; that memory's plan then rests on its own points."""
+    from streambed.explorer import CHECKPOINT
+
+    ex_, ledger, est = explorer(tmp_path, "paper-q5-log", max_slots=24)
+    with ledger:
+        ex = ex_.explore([4096])
+        rate = 6 * max(p.mst for p in ex.points)
+        before = ex_.plan(ex, rate, [4096])
+        assert before.entry(4096).model is None
+        with pytest.raises(UserError, match="must exceed the largest budget measured on the testbed"):
+            ex_.checkpoint(ex, before, est, 24)
+        staged = CapacityEstimator(SimTestbed(load_profile("paper-q5-log"), SimSettings(max_slots=400)), ledger, QUICK)
+        points = ex_.checkpoint(ex, before, staged, 400)
+    assert [p.phase for p in points] == [CHECKPOINT] and 24 < points[0].slots <= 400
+    assert ex.points[-1] is points[0] and staged.calls == 1
+    model, obs, local = ex_.model_for(ex, 4096)
+    assert local
+    assert max(o.slots for o in obs) == points[0].slots
+    after = ex_.plan(ex, rate, [4096]).entry(4096)
+    assert after.model == model.to_dict()
+    assert after.max_slots >= 4 * points[0].slots  # trusted from the checkpoint on, not the testbed
+    # D's own model is unchanged: memories without a checkpoint plan as before
+    assert ex.model == before.model
+
+
+def test_efficiency_sizing_plans_the_smallest_budget_whose_own_configuration_holds(tmp_path):
+    """Issue 11's alternative model: no surrogate, the measured efficiency x the policy's prediction of
+    each budget's own configuration; its budget holds safety x the rate and one slot less does not."""
+    from dataclasses import replace as with_
+
+    from streambed.explorer import efficiency, predictor
+
+    ex_, ledger, _ = explorer(tmp_path, "paper-q1-linear")
+    with ledger:
+        ex = ex_.explore([4096])
+    ex_.settings = with_(ex_.settings, sizing="efficiency")
+    rate = 8 * max(p.mst for p in ex.points)
+    entry = ex_.plan(ex, rate, [4096]).entry(4096)
+    metrics, _ = ex_.final_metrics(ex, 4096)
+    eta = efficiency(ex.points, 4096, predictor(ex_.optimizer.policy, metrics))[0]
+
+    def reach(slots):
+        return eta(slots) * ex_._configured(metrics, slots)[0].predicted_rate
+
+    assert entry.slots > 48 and reach(entry.slots) >= 1.1 * rate > reach(entry.slots - 1)
+
+
+def test_the_family_that_predicted_the_checkpoint_best_is_kept():
+    from streambed.explorer import checkpoint_family
+
+    families = ("linear", "log", "sqrt")
+    testbed = [Observation(4096, p, 1e5 * math.sqrt(p) + 1e3 * (-1) ** p) for p in (4, 8, 16, 24, 32, 48)]
+    for truth, family in ((lambda p: 1e5 * math.sqrt(p), "sqrt"), (lambda p: 1e5 * math.log(p) * 2.4, "log")):
+        assert checkpoint_family(testbed, [Observation(4096, 500, truth(500))], Features(), families) == family
+    assert checkpoint_family(testbed[:1], [Observation(4096, 500, 1e6)], Features(), families) is None

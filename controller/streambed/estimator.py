@@ -215,6 +215,21 @@ def next_rate(rate: float, min_rate: float, max_rate: float) -> float:
     return 2.0 * rate if math.isinf(max_rate) else 0.5 * (min_rate + max_rate)
 
 
+MAX_GROWTH_WINDOWS = 30
+"""Windows an estimate may add while it doubles with no upper bound (2^30 x its first rate)."""
+
+
+def iteration_budget(budget: int, i: int, max_rate: float, max_iterations: int) -> int:
+    """The windows an estimate may use once window ``i`` was sustained. The dichotomy counts on the
+    warm-up to land near the MST; when it did not (a warm-up that collapsed, q8 at 2 GB on 500 slots
+    started from the cooldown rate), every doubling after the first is a window the search had no
+    upper bound to spend on, and it does not count (at most MAX_GROWTH_WINDOWS): max_iterations
+    otherwise ends the search below the MST it never bracketed."""
+    if i > 0 and math.isinf(max_rate) and budget < max_iterations + MAX_GROWTH_WINDOWS:
+        return budget + 1
+    return budget
+
+
 def sustained_rate(rate: float, m: Measurement) -> float:
     """What a sustained window shows the configuration holds: the achieved rate, capped at the asked
     rate, since a source that emitted more than it was asked (timer jitter, a catch-up burst) shows
@@ -291,7 +306,8 @@ class CapacityEstimator:
                            testbed_seconds=warm["testbed_seconds"])
             min_r, max_r = 0.0, math.inf
             rate = warmup_rate if warmup_rate > 0 else self.cooldown_rate
-            for i in range(t.max_iterations):
+            i, budget = 0, t.max_iterations
+            while i < budget:
                 replayed = self.ledger.has(f"{key}/w{i}")
                 rec = self._step(job, f"{key}/w{i}", lambda r=rate: job.test(r))
                 m = Measurement.from_dict(rec["measurement"])
@@ -306,6 +322,7 @@ class CapacityEstimator:
                 if m.source_saturated:
                     self.ledger.record("source-saturated", {"key": key, "rate": rate})
                 if success:
+                    budget = iteration_budget(budget, i, max_r, t.max_iterations)
                     min_r = rate
                     if sustained_rate(rate, m) >= est.mst:
                         est.mst, est.measurement = sustained_rate(rate, m), m
@@ -319,6 +336,7 @@ class CapacityEstimator:
                 if converged(rate, nxt, t.sensibility):
                     break
                 rate = nxt
+                i += 1
             est.discarded = job.discarded
             self.testbed_seconds += est.testbed_seconds
             return est

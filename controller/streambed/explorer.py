@@ -25,9 +25,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import UserError
-from .model import (FAMILIES, MAX_PLAN_SLOTS, keygroups, Budget, Features, Measurement, Observation, Plan, PlanEntry, Query,
-                    SingleTaskMetrics, Surrogate, TestbedInfo)
-from .optimizer import Optimizer
+from .model import (FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, keygroups, Budget, Configuration, Features, Measurement,
+                    Observation, Plan, PlanEntry, Query, SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
+from .estimator import Estimator
+from .optimizer import Optimizer, OptimizerResult
 from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split
 
 
@@ -56,6 +57,17 @@ class ExplorerSettings:
     final_metrics: str = "largest"
     """Rates of the plan's last BIDS2 pass: "largest" (the paper: the largest run of D with that
     profile) or "single-task" (the profile's single-task run)."""
+    sizing: str = "surrogate"
+    """How a plan's budget is found: "surrogate" (section VI's inverse solve, then the configuration
+    check) or "efficiency" (issue 11's alternative: the configuration check alone, from the query's
+    operator count up to the extrapolation limit; docs/evaluation.md measures both)."""
+    max_family_spread: float = FAMILY_SPREAD_LIMIT
+    """The candidate families disagree when their slot counts differ by more than this factor: a
+    checkpoint (ResourceExplorer.checkpoint) then measures where they diverge most."""
+
+
+CHECKPOINT = "checkpoint"
+"""The phase of a staged measurement beyond the testbed (ResourceExplorer.checkpoint)."""
 
 
 @dataclass
@@ -69,7 +81,7 @@ class ExplorationPoint:
     """The best LOOCV RMSE of D once this point was added (the BO's cost)."""
     testbed_seconds: float
     phase: str
-    """corner or search."""
+    """corner, search, or checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint)."""
     trace: list[dict] = field(default_factory=list)
     """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
     source_limited: bool = False
@@ -77,6 +89,17 @@ class ExplorationPoint:
     measurement: dict | None = None
     """The estimate's measurement at the MST (per-operator busyness and input rates): the largest run
     of a profile gives the plan's last BIDS2 pass its rates (section VI, "Model usage")."""
+    max_parallelism: int | None = None
+    """The job's max parallelism, when the configuration set it (a checkpoint measures the plan's own)."""
+
+    @classmethod
+    def of(cls, result: OptimizerResult, phase: str) -> "ExplorationPoint":
+        """An optimizer call as a point of D (its RMSE is filled in once D holds it)."""
+        est = result.estimate
+        return cls(result.budget.memory_mb, result.budget.slots, result.mst, result.configuration.as_dict(),
+                   result.predicted_rate, math.nan, est["testbed_seconds"], phase, compact_trace(est),
+                   bool(est.get("source_limited", False)), est.get("measurement"),
+                   result.configuration.max_parallelism)
 
     def observation(self) -> Observation:
         return Observation(self.memory_mb, self.slots, self.mst)
@@ -211,14 +234,12 @@ class ResourceExplorer:
 
         def measure(memory: int, slots: int, phase: str) -> ExplorationPoint:
             i = len(ex.points)
-            res = self.optimizer.optimize(Budget(slots, memory), f"co{i:02d}/{memory}MB/{slots}")
-            pt = ExplorationPoint(memory, slots, res.mst, res.configuration.as_dict(), res.predicted_rate,
-                                  math.nan, res.estimate["testbed_seconds"], phase, compact_trace(res.estimate),
-                                  bool(res.estimate.get("source_limited", False)), res.estimate.get("measurement"))
+            pt = ExplorationPoint.of(self.optimizer.optimize(Budget(slots, memory), f"co{i:02d}/{memory}MB/{slots}"),
+                                     phase)
             ex.points.append(pt)
             pt.rmse = best_loocv(ex.observations(), s.features, s.families)
             history.append(pt.rmse)
-            self.log(f"{phase} {len(ex.points)}: {slots} slots x {memory} MB -> MST {res.mst:,.0f} events/s, "
+            self.log(f"{phase} {len(ex.points)}: {slots} slots x {memory} MB -> MST {pt.mst:,.0f} events/s, "
                      f"best LOOCV RMSE {pt.rmse:,.0f}")
             if on_point:
                 on_point(pt)
@@ -284,7 +305,8 @@ class ResourceExplorer:
         with the selected resource profile". A profile D never measured falls back to its single-task
         metrics (measured by the estimator when missing)."""
         query = self.optimizer.query
-        runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0]
+        # a checkpoint measures the configuration these metrics give; its own rates would configure anew
+        runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
         if self.settings.final_metrics == "largest" and runs:
             top = max(runs, key=lambda p: (p.slots, p.mst))
             m = Measurement.from_dict(top.measurement)
@@ -300,7 +322,7 @@ class ResourceExplorer:
         the same with the job's max parallelism set (planned_max_parallelism)."""
         s, m, policy = self.settings, memory_mb, self.optimizer.policy
         metrics, origin = self.final_metrics(ex, m)
-        eff = efficiency(ex.points, m, lambda c: policy.predict(metrics, c))
+        eff = efficiency(ex.points, m, predictor(policy, metrics))
         slots, max_parallelism = solve.slots, None
         if eff is not None:
             eta, top, eta_top = eff
@@ -315,10 +337,10 @@ class ResourceExplorer:
                 return PlanEntry(
                     m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
                     model_slots=solve.slots,
-                    unreachable=f"unreachable within {solve.max_slots:,} slots: the configuration of that many slots, at "
-                    f"the {100 * eta(solve.max_slots):.0f} % of its predicted rate that the testbed's budgets reached "
-                    f"({100 * eta_top:.0f} % at {top} slots), supports at most {most * rate / need:,.0f} events/s. "
-                    f"{MEASURE_NEXT}")
+                    unreachable=f"unreachable within {solve.max_slots:,} slots: no configuration up to that many slots, at "
+                    f"the share of its predicted rate that the measured budgets reached ({100 * eta_top:.0f} % at {top} "
+                    f"slots, {100 * eta(solve.max_slots):.0f} % by their trend at {solve.max_slots:,}), supports more "
+                    f"than {most * rate / need:,.0f} events/s. {MEASURE_NEXT}")
         sol = policy.configure(metrics, slots)
         return PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
@@ -326,26 +348,100 @@ class ResourceExplorer:
                          max_parallelism=max_parallelism)
 
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
-        """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget."""
+        """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget.
+        A memory a checkpoint measured solves its own model (model_for), recorded in its entry."""
         s = self.settings
         query = self.optimizer.query
-        obs = ex.observations()
+        obs = [p.observation() for p in ex.points if p.phase != CHECKPOINT]
         model = fit(family, obs, s.features) if family else Surrogate.from_dict(ex.model)
         entries = []
-        measured = max(o.slots for o in obs)
-        fits = bootstrap_fits(model.family, obs, s.features, samples=s.bootstrap_samples, seed=s.seed)
+        shared = bootstrap_fits(model.family, obs, s.features, samples=s.bootstrap_samples, seed=s.seed)
         for m in sorted(set(int(x) for x in memories)):
-            solve = guarded_solve(model, m, rate, min_slots=query.size, measured_slots=measured, settings=s, fits=fits)
-            alternatives = plans_by_family(obs, s.features, s.families, m, rate, safety=s.safety,
+            own, own_obs, local = (model, obs, False) if family else self.model_for(ex, m)
+            fits = bootstrap_fits(own.family, own_obs, s.features, samples=s.bootstrap_samples,
+                                  seed=s.seed) if local else shared
+            solve = guarded_solve(own, m, rate, min_slots=query.size, measured_slots=max(o.slots for o in own_obs),
+                                  settings=s, fits=fits)
+            if s.sizing == "efficiency" and any(p.memory_mb == m and p.mst > 0 for p in ex.points):
+                measured = max(o.slots for o in own_obs)
+                limit = max(measured, min(s.max_plan_slots, math.floor(s.max_extrapolation * measured)))
+                solve = Solve(query.size, limit, 0.0)  # _configure grows it until eta x the prediction holds
+            alternatives = plans_by_family(own_obs, s.features, s.families, m, rate, safety=s.safety,
                                            min_slots=query.size, max_slots=s.max_plan_slots, settings=s)
+            recorded = own.to_dict() if local else None
             if solve.slots is None:
                 entries.append(PlanEntry(m, None, None, None, None, alternatives, None, solve.max_slots, solve.max_rate,
-                                         solve.unreachable))
+                                         solve.unreachable, model=recorded))
                 continue
-            entries.append(self._configure(ex, m, rate, solve, alternatives, model, fits))
+            entries.append(replace(self._configure(ex, m, rate, solve, alternatives, own, fits), model=recorded))
         return Plan(query=query.name, rate=rate, safety=1.0 if s.risk is not None else s.safety, family=model.family,
                     model=model.to_dict(), entries=tuple(entries), risk=s.risk)
 
+    def checkpoint(self, ex: Exploration, plan: Plan, estimator: Estimator, slots: int) -> list[ExplorationPoint]:
+        """``--checkpoint-slots``: staged measurements on part of the production cluster (issue 11, after
+        Imai et al.'s validation points). For each memory per slot whose plan is unreachable, or whose
+        candidate families disagree by more than ``max_family_spread``, ``estimator`` (a cluster of
+        ``slots``) measures the plan's own configuration (the last pass, _configured) at the budget where
+        the families fitted on D diverge most (checkpoint_budget). That memory's plan then rests on its
+        own points (model_for). Returns the points measured, none when every plan agrees."""
+        measured = max(p.slots for p in ex.points)
+        if slots <= measured:
+            raise UserError(f"--checkpoint-slots: must exceed the largest budget measured on the testbed ({measured}), "
+                            f"got {slots}")
+        s, query, new = self.settings, self.optimizer.query, []
+        for e in plan.entries:
+            if e.slots is not None and family_spread(e.by_family) <= s.max_family_spread:
+                continue
+            hi = checkpoint_range(e, slots)
+            if hi <= measured:
+                continue
+            _, obs, _ = self.model_for(ex, e.memory_mb)
+            budget = Budget(checkpoint_budget(obs, s.features, s.families, e.memory_mb, measured + 1, hi), e.memory_mb)
+            metrics, _ = self.final_metrics(ex, e.memory_mb)
+            proposal, max_parallelism = self._configured(metrics, budget.slots)
+            cfg = Configuration.of(query, proposal.parallelism, max_parallelism)
+            est = estimator.estimate(query.name, budget, cfg, f"checkpoint/{budget.memory_mb}MB/{budget.slots}")
+            pt = ExplorationPoint.of(OptimizerResult(budget, cfg, proposal.predicted_rate, est.mst, est.to_dict()),
+                                     CHECKPOINT)
+            ex.points.append(pt)
+            pt.rmse = best_loocv(ex.observations(), s.features, s.families)
+            self.log(f"checkpoint: {budget.slots} slots x {budget.memory_mb} MB -> MST {pt.mst:,.0f} events/s")
+            new.append(pt)
+        ex.optimizer_calls = len(ex.points)
+        return new
+
+    def _configured(self, metrics: SingleTaskMetrics, slots: int):
+        """The plan's configuration of ``slots`` (its last pass): the policy's, or, for a keyed query,
+        the one with the job's max parallelism set (planned_max_parallelism) when that predicts more.
+        Returns (the policy's proposal, the max parallelism or None)."""
+        policy = self.optimizer.policy
+        proposal = policy.configure(metrics, slots)
+        if not self.optimizer.query.keyed:
+            return proposal, None
+        fixed = policy.configure(replace(metrics, max_parallelism=planned_max_parallelism(slots)), slots)
+        if fixed.predicted_rate > proposal.predicted_rate:
+            return fixed, planned_max_parallelism(slots)
+        return proposal, None
+
+    def model_for(self, ex: Exploration, memory_mb: int) -> tuple[Surrogate, list[Observation], bool]:
+        """The model a plan for ``memory_mb`` solves, and the measurements it rests on: D's (section VI),
+        or, once a checkpoint measured that memory beyond the testbed, that memory's own
+        (checkpoint_family): the family whose fit on D came closest to the checkpoint, refitted on that
+        memory's points alone, the testbed's and the checkpoint's. Why that memory's points: Eq. 6-8
+        give every memory one slot slope, so one checkpoint would move every memory's plan (q8 at
+        512 MB stalls near 0.5 M events/s at 500 slots where at 4 GB it grows to 28 M). Returns
+        (model, measurements, whether it is that memory's own)."""
+        s = self.settings
+        testbed = [p.observation() for p in ex.points if p.phase != CHECKPOINT]
+        staged = [p.observation() for p in ex.points if p.phase == CHECKPOINT and p.memory_mb == memory_mb]
+        if staged:
+            family = checkpoint_family(testbed, staged, s.features, s.families)
+            obs = [o for o in testbed if o.memory_mb == memory_mb] + staged
+            try:
+                return fit(family or ex.family, obs, s.features), obs, True
+            except ValueError:  # a family that cannot take these points: D's model instead
+                pass
+        return Surrogate.from_dict(ex.model), testbed, False
 
     def rate_within(self, ex: Exploration, memory_mb: int, slots: int) -> float:
         """The highest rate this explorer's plan serves with at most ``slots`` slots of ``memory_mb``:
@@ -353,8 +449,7 @@ class ResourceExplorer:
         trusted_slots) over the safety factor, or its risk bound, and no more than that budget's own
         configuration reaches at the efficiency the testbed measured (the plan's last pass)."""
         s, query, policy = self.settings, self.optimizer.query, self.optimizer.policy
-        obs = ex.observations()
-        model = Surrogate.from_dict(ex.model)
+        model, obs, _ = self.model_for(ex, memory_mb)
         limit, _ = trusted_slots(model, memory_mb, max(o.slots for o in obs), s)
         n = min(slots, limit)
         if n < query.size:
@@ -365,12 +460,9 @@ class ResourceExplorer:
         else:
             bound = float(model.predict(memory_mb, n)) / s.safety
         metrics, _ = self.final_metrics(ex, memory_mb)
-        eff = efficiency(ex.points, memory_mb, lambda c: policy.predict(metrics, c))
+        eff = efficiency(ex.points, memory_mb, predictor(policy, metrics))
         if eff is not None:
-            reach = policy.configure(metrics, n).predicted_rate
-            if query.keyed:  # the plan's last pass may set the job's max parallelism (planned_max_parallelism)
-                fixed = replace(metrics, max_parallelism=planned_max_parallelism(n))
-                reach = max(reach, policy.configure(fixed, n).predicted_rate)
+            reach = self._configured(metrics, n)[0].predicted_rate
             bound = min(bound, eff[0](n) * reach / (1.0 if s.risk is not None else s.safety))
         return max(0.0, bound)
 
@@ -485,17 +577,29 @@ def guarded_solve(model: Surrogate, memory_mb: float, rate: float, *, min_slots:
                  f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. {MEASURE_NEXT}")
 
 
-def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[dict], float]
+def predictor(policy, metrics: SingleTaskMetrics) -> Callable[[ExplorationPoint], float]:
+    """The policy's predicted rate of a measured point's configuration, with the plan's ``metrics`` and
+    the job's max parallelism that point ran with."""
+    def predict(p: ExplorationPoint) -> float:
+        used = replace(metrics, max_parallelism=p.max_parallelism) if p.max_parallelism else metrics
+        return policy.predict(used, p.configuration)
+
+    return predict
+
+
+def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
                ) -> tuple[Callable[[int], float], int, float] | None:
     """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
-    ``predict(configuration)`` (the policy's capacities with the plan's metrics) at each budget measured
+    ``predict(point)`` (the policy's capacities with the plan's metrics) at each budget measured
     with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
-    further along eta = alpha + beta ln P where the measurements decline with P (never raised). Returns
-    (eta, the largest budget measured, its eta), or None without measurements of that memory."""
+    further along eta = alpha + beta ln P where the measurements decline with P (never raised). Between
+    the two largest budgets (the testbed's and a checkpoint's, far beyond it), eta runs linearly in ln P
+    from one's lowest to the other's. Returns (eta, the largest budget measured, its eta), or None
+    without measurements of that memory."""
     etas = []
     for p in points:
         if p.memory_mb == memory_mb and p.mst > 0 and p.configuration:
-            lam = predict(p.configuration)
+            lam = predict(p)
             if lam > 0 and math.isfinite(lam):
                 etas.append((p.slots, min(1.0, p.mst / lam)))
     if not etas:
@@ -507,24 +611,36 @@ def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Call
         x = np.log([s for s, _ in etas])
         y = np.array([e for _, e in etas])
         slope = float(np.polyfit(x, y, 1)[0])
-    if slope >= 0:
-        return (lambda slots: eta_top), top, eta_top
-    return (lambda slots: max(0.0, eta_top + slope * math.log(max(slots, top) / top))), top, eta_top
+    below = max((s for s, _ in etas if s < top), default=None)
+
+    def eta(slots: int) -> float:
+        if below is not None and below < slots < top:
+            eta_below = min(e for s, e in etas if s == below)
+            return eta_below + (eta_top - eta_below) * math.log(slots / below) / math.log(top / below)
+        return max(0.0, eta_top + min(slope, 0.0) * math.log(max(slots, top) / top))
+
+    return eta, top, eta_top
 
 
 def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], float], need: float, start: int,
                      limit: int) -> tuple[int | None, float]:
     """The smallest budget from ``start`` to ``limit`` whose own configuration, at the efficiency
-    measured, reaches ``need`` (the plan's last pass, checked); and what ``limit`` slots would reach."""
+    measured, reaches ``need`` (the plan's last pass, checked); and the most a budget up to ``limit``
+    reaches. eta x the prediction need not grow with P (an efficiency that keeps falling beyond the
+    largest budget measured ends below zero gain): budgets are scanned on a geometric grid, then the
+    first step that reaches ``need`` is bisected."""
     def reach(slots: int) -> float:
         return eta(slots) * policy.configure(metrics, slots).predicted_rate
 
-    most = reach(limit)
     if reach(start) >= need:
-        return start, most
-    if most < need:
+        return start, max(reach(start), reach(limit))
+    grid = [int(v) for v in np.unique(np.geomspace(start, max(start, limit), CONFIGURED_GRID).round())]
+    reached = [reach(p) for p in grid]
+    most = max(reached)
+    hit = next((i for i, r in enumerate(reached) if r >= need), None)
+    if hit is None:
         return None, most
-    lo, hi = start, limit  # reach(lo) < need <= reach(hi)
+    lo, hi = grid[max(hit - 1, 0)], grid[hit]  # reach(lo) < need <= reach(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if reach(mid) >= need:
@@ -532,6 +648,10 @@ def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], fl
         else:
             lo = mid
     return hi, most
+
+
+CONFIGURED_GRID = 64
+"""Budgets configured_slots scans between the model's budget and the trusted limit."""
 
 
 def planned_max_parallelism(slots: int) -> int:
@@ -557,6 +677,57 @@ def plans_by_family(obs: Sequence[Observation], features: Features, families: Se
         except ValueError:  # too few measurements, or inputs the family cannot take
             out[f] = None
     return out
+
+
+def checkpoint_range(entry: PlanEntry, slots: int) -> int:
+    """The largest budget a checkpoint for ``entry`` may measure: ``slots``, or less when every family
+    plans the rate within fewer (the budgets beyond the largest of their answers decide nothing)."""
+    answers = list(entry.by_family.values()) + [entry.slots, entry.model_slots]
+    if entry.slots is None or not entry.by_family or None in entry.by_family.values():
+        return slots
+    return min(slots, max(a for a in answers if a is not None))
+
+
+def checkpoint_family(testbed: Sequence[Observation], staged: Sequence[Observation], features: Features,
+                      families: Sequence[str]) -> str | None:
+    """The family whose fit on the testbed's measurements predicted the checkpoints best (the lowest
+    squared relative error): the checkpoint was measured where the families diverge most, so it
+    tells them apart where the split rule could only compare them within the testbed. None when no
+    family can be fitted."""
+    errors = {}
+    for f in families:
+        try:
+            model = fit(f, testbed, features)
+        except ValueError:
+            continue
+        errors[f] = sum((float(model.predict(o.memory_mb, o.slots)) / o.mst - 1.0) ** 2 if o.mst > 0 else math.inf
+                        for o in staged)
+    return min(errors, key=errors.get) if errors else None
+
+
+CHECKPOINT_GRID = 256
+"""Budgets compared by checkpoint_budget (geometrically spaced)."""
+
+
+def checkpoint_budget(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
+                      lo: int, hi: int) -> int:
+    """The budget from ``lo`` to ``hi`` where the candidate families fitted on ``obs`` diverge most:
+    the largest ratio of their highest to their lowest prediction (a non-positive prediction counts as
+    the most divergent). Ties go to the larger budget."""
+    fits = []
+    for f in families:
+        try:
+            fits.append(fit(f, obs, features))
+        except ValueError:  # too few measurements, or inputs the family cannot take
+            pass
+    budgets = np.unique(np.geomspace(lo, hi, CHECKPOINT_GRID).round().astype(int))
+    if len(fits) < 2:
+        return int(budgets[-1])
+    pred = np.array([np.asarray(m.predict(memory_mb, budgets), dtype=float) for m in fits])
+    low = pred.min(axis=0)
+    spread = np.where(low > 0, pred.max(axis=0) / np.where(low > 0, low, 1.0), math.inf)
+    best = np.flatnonzero(spread == spread.max())
+    return int(budgets[best[-1]])
 
 
 def _cost(rmse: float) -> float:

@@ -5,11 +5,11 @@ the ledger; the results also land as JSON and plots in the campaign directory.""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..estimator import NO_PHASES, Phases, Timing
+from ..estimator import NO_PHASES, CapacityEstimator, Phases, Timing
 from ..explorer import Exploration, ExplorationPoint, ExplorerSettings
 from ..files import write_text
 from ..ledger import Ledger
@@ -18,7 +18,8 @@ from ..policies import DEFAULT_POLICY
 from ..report import plots
 from ..report.html import write_report
 from ..testbed.base import Testbed
-from .base import Advance, Log, ignore, ledger_counts, open_ledger
+from ..errors import UserError
+from .base import Advance, Log, ignore, ledger_counts, open_ledger, testbed_of
 from .chain import assemble, silent
 from .explore import ExploreCampaign, point_line
 from .settings import PlanSettings
@@ -51,17 +52,30 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
              timing: Timing, settings: ExplorerSettings, out_dir: Path, *, policy: str = DEFAULT_POLICY,
              log: Callable[[str], None] = silent,
              on_point: Callable[[ExplorationPoint], None] | None = None,
-             phases: Phases = NO_PHASES) -> PlanOutcome:
+             phases: Phases = NO_PHASES, checkpoint: Testbed | None = None) -> PlanOutcome:
     """The plan on a testbed already built (the evaluation builds its own). ``rate`` None: plan for
-    DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
+    DEFAULT_RATE_MULTIPLE x the largest budget's measured MST. ``checkpoint``: a larger cluster (part
+    of production) where disagreeing or unreachable plans get a staged measurement before the plan is
+    made again (ResourceExplorer.checkpoint)."""
     chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log, phases=phases)
     estimator, optimizer, explorer = chain.estimator, chain.optimizer, chain.explorer
     exploration = explorer.explore(memories, on_point)
-    plan = explorer.plan(exploration, rate if rate is not None else default_rate(exploration), memories)
+    target = rate if rate is not None else default_rate(exploration)
+    plan = explorer.plan(exploration, target, memories)
+    estimators = [estimator]
+    if checkpoint is not None:
+        staged = CapacityEstimator(checkpoint, ledger, timing, log, phases)
+        estimators.append(staged)
+        staged_points = explorer.checkpoint(exploration, plan, staged, checkpoint.info().max_slots)
+        for p in staged_points:
+            if on_point:
+                on_point(p)
+        if staged_points:
+            plan = explorer.plan(exploration, target, memories)
     # Counted after the plan: its last BIDS2 pass may need the single-task run of a profile D never
     # measured, which is an estimate too (the paper's #CE and testbed time include it).
-    exploration.estimator_calls = estimator.calls
-    exploration.testbed_seconds = estimator.testbed_seconds
+    exploration.estimator_calls = sum(e.calls for e in estimators)
+    exploration.testbed_seconds = sum(e.testbed_seconds for e in estimators)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     single = optimizer.measured_single_task()
@@ -92,6 +106,7 @@ class PlanCampaign(ExploreCampaign):
         self.settings: PlanSettings = settings
         rate = f"{settings.rate:,.0f} events/s" if settings.rate else "10x the testbed's largest MST (no --rate given)"
         self.title = f"planning {self.query.name} for {rate}"
+        self.checkpoint = checkpoint_testbed(settings, self.info.max_slots, status) if settings.checkpoint_slots else None
 
     def params(self) -> dict:
         params = {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
@@ -103,6 +118,8 @@ class PlanCampaign(ExploreCampaign):
             params["max_extrapolation"] = s.max_extrapolation
         if s.min_marginal != ExplorerSettings.min_marginal:
             params["min_marginal"] = s.min_marginal
+        if s.checkpoint_slots:
+            params["checkpoint_slots"] = s.checkpoint_slots
         return params
 
     def run(self, advance: Advance = ignore) -> dict:
@@ -110,9 +127,28 @@ class PlanCampaign(ExploreCampaign):
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, s.explorer(),
                                self.directory, policy=s.policy, log=self.log,
-                               on_point=lambda p: advance(point_line(p)), phases=self.phases)
+                               on_point=lambda p: advance(point_line(p)), phases=self.phases,
+                               checkpoint=self.checkpoint)
             data = outcome.to_dict()
             data["ledger"] = ledger_counts(ledger)
         # the campaign's page, once its ledger holds the result (streambed report writes it again)
         data["files"]["report"] = str(write_report(self.directory))
         return data
+
+
+def checkpoint_testbed(settings: PlanSettings, testbed_slots: int, status: Log) -> Testbed:
+    """The cluster of ``--checkpoint-slots`` for staged measurements: on the sim, a simulated cluster of
+    that size; on Flink, the one ``--checkpoint-inventory`` deploys (refused when it holds fewer slots).
+    Refused before anything is measured unless it is larger than the testbed's ``testbed_slots``."""
+    c, n = settings.campaign, settings.checkpoint_slots
+    if n <= testbed_slots:
+        raise UserError(f"--checkpoint-slots: must exceed the testbed's {testbed_slots} slots (the largest budget it "
+                        f"measures), got {n}")
+    if settings.checkpoint_inventory is not None:
+        c = replace(c, testbed=replace(c.testbed, inventory=settings.checkpoint_inventory))
+    testbed = testbed_of(c, status, max_slots=n)
+    info = testbed.info()
+    if info.max_slots < n:
+        raise UserError(f"--checkpoint-slots: the {info.name} testbed offers {info.max_slots} slots, not {n}; give "
+                        f"--checkpoint-inventory, an inventory of part of the production cluster that holds them")
+    return testbed

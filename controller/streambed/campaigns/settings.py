@@ -136,6 +136,11 @@ class PlanSettings(ExploreSettings):
     min_marginal: float = ExplorerSettings.min_marginal
     risk: float | None = ExplorerSettings.risk
     """Size for this risk of under-provisioning instead of the flat safety factor."""
+    checkpoint_slots: int | None = None
+    """A cluster of this many slots (part of production) for staged measurements where the plan's families
+    disagree or its rate is unreachable (ResourceExplorer.checkpoint); None: none."""
+    checkpoint_inventory: Path | None = None
+    """flink: the inventory of that cluster; default: the testbed's (the sim builds one of checkpoint_slots)."""
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
         return replace(super().explorer(self.safety if safety is None else safety),

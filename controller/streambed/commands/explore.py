@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..campaigns.settings import ExploreSettings, PlanSettings
 from ..report.console import Output
-from .args import count, memory_list, rate, risk, safety
+from .args import count, memory_list, rate, risk, safety, slots
 from .common import (campaign_options, campaign_settings, guard_options, input_options, logs, output_options,
                      planner_options, run)
 
@@ -36,6 +38,11 @@ def register(sub) -> None:
     sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
                     help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")
     guard_options(sp, PlanSettings)
+    sp.add_argument("--checkpoint-slots", type=slots,
+                    help="a cluster of this many slots (part of production) measures where the candidate families "
+                         "disagree or the rate is unreachable, and the plan is made again (default: none)")
+    sp.add_argument("--checkpoint-inventory", type=Path,
+                    help="flink: the inventory of that cluster (default: the testbed's)")
     campaign_options(sp, "plan", testbed_size=True)
     input_options(sp)
     planner_options(sp)
@@ -65,7 +72,8 @@ def cmd_plan(args, out: Output) -> None:
     from ..report.tables import plan_tables
 
     settings = _settings(PlanSettings, args, rate=args.rate, safety=args.safety,
-                         max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal, risk=args.risk)
+                         max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal, risk=args.risk,
+                         checkpoint_slots=args.checkpoint_slots, checkpoint_inventory=args.checkpoint_inventory)
     data = run(PlanCampaign(settings, **logs(args, out)), out)
     plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
     out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")

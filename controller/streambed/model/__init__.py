@@ -11,11 +11,11 @@
 """
 
 from .measurement import BUSYNESS_FLOOR, Measurement, Observation, OperatorMetrics, OperatorRates, SingleTaskMetrics
-from .plan import MAX_PLAN_SLOTS, Plan, PlanEntry, family_spread
+from .plan import FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, Plan, PlanEntry, family_spread
 from .query import SOURCE, Budget, Configuration, Query, check_slots, state_span
 from .surrogate import FAMILIES, Features, Surrogate, check_family
 from .testbed import TestbedInfo
 
-__all__ = ["BUSYNESS_FLOOR", "FAMILIES", "MAX_PLAN_SLOTS", "SOURCE", "Budget", "Configuration", "Features",
+__all__ = ["BUSYNESS_FLOOR", "FAMILIES", "FAMILY_SPREAD_LIMIT", "MAX_PLAN_SLOTS", "SOURCE", "Budget", "Configuration", "Features",
            "Measurement", "Observation", "OperatorMetrics", "OperatorRates", "Plan", "PlanEntry", "Query",
            "SingleTaskMetrics", "Surrogate", "TestbedInfo", "check_family", "check_slots", "family_spread", "state_span"]

@@ -50,6 +50,9 @@ class PlanEntry:
     max_parallelism: int | None = None
     """The job's max parallelism the configuration needs (Flink's pipeline.max-parallelism); None:
     Flink's default, derived from each keyed operator's parallelism."""
+    model: dict | None = None
+    """The model this entry solved when a checkpoint measured its memory beyond the testbed (explorer.model_for);
+    None: the plan's ``model``."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -100,6 +103,11 @@ class Plan:
                 return checks.integer(v, minimum=1)
             except checks.Invalid as e:
                 raise UserError(f"{origin}: {where}: {e}") from None
+
+        def entry_model(where: str, v) -> dict | None:
+            if v is not None and not isinstance(v, Mapping):
+                raise fail(where, "an object (a surrogate model) or null", v)
+            return dict(v) if v is not None else None
 
         if not isinstance(d, Mapping):
             raise UserError(f"{origin}: not a StreamBed plan (expected a JSON object with query, rate, safety, "
@@ -165,9 +173,14 @@ class Plan:
                                      unreachable, number(f"{at}.risk", e.get("risk"), optional=True, positive=False),
                                      number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False),
                                      integer(f"{at}.model_slots", e.get("model_slots"), optional=True),
-                                     integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True)))
+                                     integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True),
+                                     entry_model(f"{at}.model", e.get("model"))))
         risk = number("risk", d.get("risk"), optional=True)
         return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk)
+
+
+FAMILY_SPREAD_LIMIT = 1.5
+"""The candidate families disagree on a plan when their slot counts differ by more than this factor."""
 
 
 def family_spread(by_family: dict[str, int | None]) -> float:

@@ -23,10 +23,10 @@ from .. import __version__
 from ..errors import UserError
 from ..files import write_text
 from ..ledger import Ledger, read_campaign
-from ..model import Surrogate
+from ..model import FAMILY_SPREAD_LIMIT, Surrogate
 from . import plots
 from .console import Output, fmt
-from .tables import FAMILY_SPREAD_WARNING, estimate_table, exploration_table, plan_tables, validation_table
+from .tables import estimate_table, exploration_table, plan_tables, validation_table
 
 REPORT_FILE = "report.html"
 """The page's name in a campaign directory (``plan`` and ``validate`` write it at their end)."""
@@ -203,7 +203,7 @@ def plan_section(c: Campaign) -> Section:
               f"model.</p>{replanned}<ul>{''.join(lines)}</ul>"
               + ("" if risky else f'<p class="ok">The plan carries no warning: every budget is reachable within '
                                   f"the model's trusted range, the model families agree within "
-                                  f"{FAMILY_SPREAD_WARNING:g}x and no measurement was capped by the source.</p>")
+                                  f"{FAMILY_SPREAD_LIMIT:g}x and no measurement was capped by the source.</p>")
               + rec.html())
     return s
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from ..model import family_spread
+from ..model import FAMILY_SPREAD_LIMIT, family_spread
 from ..model.verdict import SOURCE_LIMITED
 from .console import Output
-
-FAMILY_SPREAD_WARNING = 1.5
-"""Warn when the families' slot counts for one plan differ by more than this factor."""
-
 
 def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay: bool = False) -> None:
     entries = plan["entries"]
@@ -28,8 +24,15 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
     for e in entries:
         if not e["slots"]:
             out.warn(f"{e['memory_mb']} MB per slot: {e.get('unreachable') or 'no budget reaches the rate'}")
+    if exploration:
+        staged = [p for p in exploration["points"] if p.get("phase") == "checkpoint"]
+        for p in staged:
+            own = next((e.get("model") for e in entries if e["memory_mb"] == p["memory_mb"]), None)
+            out.info(f"checkpoint (--checkpoint-slots): {p['slots']:,} slots x {p['memory_mb']} MB measured "
+                     f"{p['mst']:,.0f} events/s; the {p['memory_mb']} MB plan rests on that memory's own "
+                     f"measurements" + (f" ({own['family']} model)" if own else ""))
     spread = max((family_spread(e.get("by_family") or {}) for e in entries), default=1.0)
-    if spread > FAMILY_SPREAD_WARNING:
+    if spread > FAMILY_SPREAD_LIMIT:
         out.warn(f"the candidate families disagree on this plan "
                  f"({'one reaches the rate, another does not' if spread == float('inf') else f'up to {spread:.1f}x'}): "
                  f"it rests on the choice of {plan['family']}; measure larger budgets or validate at scale before "
