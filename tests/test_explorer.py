@@ -316,8 +316,10 @@ def test_a_checkpoint_looks_no_further_than_the_families_answers():
 
     agreed = PlanEntry(4096, 120, 1.0, {"a": 120}, 1.0, {"linear": 100, "log": 300, "sqrt": 150}, model_slots=100)
     assert checkpoint_range(agreed, 1000) == 300 and checkpoint_range(agreed, 200) == 200
-    unreachable = PlanEntry(4096, None, None, None, None, {"linear": 100, "log": None, "sqrt": 150})
-    assert checkpoint_range(unreachable, 1000) == 1000
+    split = PlanEntry(4096, None, None, None, None, {"linear": 100, "log": None, "sqrt": 150})
+    assert checkpoint_range(split, 1000) == 150  # where some family reaches the rate: up to its answer
+    nowhere = PlanEntry(4096, None, None, None, None, {"linear": None, "log": None, "sqrt": None})
+    assert checkpoint_range(nowhere, 1000) == 1000
 
 
 def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_points(tmp_path):
