@@ -578,6 +578,9 @@ def test_plan_with_a_checkpoint_measures_beyond_the_testbed_and_resumes_to_the_s
     line = error_line(streambed(*argv[:-4], "20", "--campaign-dir", "small", cwd=tmp_path, timeout=120))
     assert line == "streambed: error: --checkpoint-slots: must exceed the testbed's 24 slots (the largest budget it measures), got 20"
     assert not (tmp_path / "small").exists()  # refused before anything was measured
+    line = error_line(streambed(*argv[:-5], "--checkpoint-inventory", "prod.ini", "--campaign-dir", "inv", cwd=tmp_path,
+                                timeout=120))
+    assert line == "streambed: error: --checkpoint-inventory: names the cluster of --checkpoint-slots; give --checkpoint-slots too"
 
 
 def test_plan_killed_mid_campaign_resumes_losing_at_most_the_window_in_flight(tmp_path):

@@ -106,6 +106,8 @@ class PlanCampaign(ExploreCampaign):
         self.settings: PlanSettings = settings
         rate = f"{settings.rate:,.0f} events/s" if settings.rate else "10x the testbed's largest MST (no --rate given)"
         self.title = f"planning {self.query.name} for {rate}"
+        if settings.checkpoint_inventory is not None and not settings.checkpoint_slots:
+            raise UserError("--checkpoint-inventory: names the cluster of --checkpoint-slots; give --checkpoint-slots too")
         self.checkpoint = checkpoint_testbed(settings, self.info.max_slots, status) if settings.checkpoint_slots else None
 
     def params(self) -> dict:
