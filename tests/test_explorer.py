@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from streambed.errors import UserError
@@ -233,6 +234,23 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     at_12 = 1 - 0.5 * math.log(3) / math.log(12)
     assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * math.log(2) / math.log(4))
     assert efficiency(flat, 512, predict) is None  # no measurement of that memory
+
+
+def test_a_slot_slope_per_memory_where_cross_validation_prefers_it():
+    """select_features: a memory-bound query (small memories flat in P, 4 GB steep) gets the
+    interaction; a query whose memory does not change a slot's worth keeps Eq. 6-8."""
+    from streambed.explorer import select_features
+    from streambed.model import FAMILIES, Features, Observation
+
+    rng = np.random.default_rng(3)
+    budgets = [(m, p) for m in (512, 1024, 2048, 4096) for p in (9, 14, 24, 33, 48)]
+    bound = [Observation(m, p, (m / 4096) ** 2 * 170_000 * p * (1 + 0.02 * rng.standard_normal())) for m, p in budgets]
+    plain = [Observation(m, p, (40_000 * p + 30 * m) * (1 + 0.02 * rng.standard_normal())) for m, p in budgets]
+    assert select_features(bound, Features(), FAMILIES, "auto").interaction
+    assert not select_features(plain, Features(), FAMILIES, "auto").interaction
+    assert select_features(bound, Features(), FAMILIES, "shared") == Features()
+    with pytest.raises(UserError, match="slot_slope"):
+        select_features(bound, Features(), FAMILIES, "per-memory")
 
 
 def test_the_plans_own_configuration_gets_the_slots_it_needs():

@@ -91,15 +91,17 @@ def test_fit_safety_factor_and_family_change_the_plan(tmp_path):
 
 
 def test_fit_auto_applies_the_explorers_own_selection(tmp_path):
-    from streambed.explorer import select_family
+    from streambed.explorer import select_family, select_features
     from streambed.model import FAMILIES, Features
     from streambed.surrogates import loocv_rmse
 
     path = paper_search_file(PAPER_DATA, "q8")
     d = json_result(streambed("fit", "--measurements", str(path), "--rate", "1.5e7", "--json", cwd=tmp_path))
     obs = list(read_measurements(path).observations)
-    family, rule = select_family(obs, Features(), FAMILIES, {f: loocv_rmse(f, obs, Features()) for f in FAMILIES})
+    features = select_features(obs, Features(), FAMILIES, "auto")
+    family, rule = select_family(obs, features, FAMILIES, {f: loocv_rmse(f, obs, features) for f in FAMILIES})
     assert (d["family"], d["selection"]) == (family, rule)
+    assert (d["entries"][0]["coefficients"]["d"] != 0) == features.interaction
     assert d["training_rows"] == d["observations"] == len(obs) == 16
     assert sorted(e["memory_mb"] for e in d["entries"]) == [2048, 4096]  # the profiles measured
 

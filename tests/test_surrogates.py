@@ -23,6 +23,7 @@ from streambed.surrogates import (
     paper_prefix_fit,
     select_by_loocv,
     select_by_split,
+    split_size,
 )
 
 SLOT_MEMORIES = (512, 1024, 2048, 4096)  # MB per slot, the paper's 0.5/1/2/4 GB
@@ -251,6 +252,55 @@ def test_select_by_split_trains_on_the_lowest_p_half():
     first = fit("linear", shuffled[:half])
     err = [o.mst - first.predict(o.memory_mb, o.slots) for o in shuffled[half:]]
     assert float(np.sqrt(np.mean(np.square(err)))) != pytest.approx(scores["linear"], rel=1e-6)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_slot_slope_per_memory_is_fitted_and_cross_validated_exactly(family):
+    """Features.interaction: f = a g(M) + b g(P) + d g(M) g(P) + c, each memory its own slot slope."""
+    features = Features(interaction=True)
+    a, b, c = TRUE[family]
+    d = -0.5 * b / float(features.transform(family, features.memory_value(4096.0)))
+    truth = Surrogate(family, a, b, c, features, d=d)
+    obs = [Observation(m, p, truth.predict(m, p)) for m in SLOT_MEMORIES for p in (2, 3, 7, 16, 31, 48)]
+    model = fit(family, obs, features)
+    assert (model.a, model.b, model.c, model.d) == pytest.approx((a, b, c, d), rel=1e-6)
+    assert model.slot_slope(4096) == pytest.approx(0.5 * b, rel=1e-6)
+    assert Surrogate.from_dict(model.to_dict()) == model
+    # Eq. 6-8 on the same points: no d, and an error the interaction does not make
+    shared = fit(family, obs)
+    assert shared.d == 0.0 and not shared.features.interaction
+    scale = np.mean([abs(o.mst) for o in obs])
+    assert loocv_rmse(family, obs, features) < 1e-6 * scale < loocv_rmse(family, obs)
+    noisy = [Observation(o.memory_mb, o.slots, o.mst * (1 + 0.01 * math.sin(7 * i))) for i, o in enumerate(obs)]
+    assert loocv_rmse(family, noisy, features) == pytest.approx(
+        loocv_rmse(family, noisy, features, method="refit"), rel=1e-9)
+    # one memory: the term is not identifiable and stays 0
+    assert fit(family, [o for o in obs if o.memory_mb == 1024], features).d == 0.0
+
+
+def test_the_inverse_solve_follows_each_memorys_slot_slope():
+    features = Features(interaction=True)
+    g4 = features.memory_value(4096.0)
+    # b < 0, but b + d g(M) > 0 at 4 GB: grows there, shrinks at 512 MB
+    model = Surrogate("linear", 0.0, -1000.0, 0.0, features, d=2000.0 / g4)
+    assert model.slot_slope(4096) == pytest.approx(1000.0) and model.slot_slope(512) < 0
+    assert inverse_solve(model, 4096, 100_000.0, safety=1.0, min_slots=1, max_slots=10_000) == 100
+    assert inverse_solve(model, 512, 100_000.0, safety=1.0, min_slots=1, max_slots=10_000) is None
+
+
+def test_the_split_trains_on_more_points_than_coefficients():
+    """A training half fitted exactly would judge its points' noise: it takes one more point then."""
+    one_memory = [Observation(1024, p, 1000.0 * p) for p in (4, 5, 7, 8, 10)]
+    assert split_size(one_memory) == 3  # 2 points, 2 coefficients: 3 train, 2 test
+    assert split_size(one_memory[:4]) == 2  # the test half keeps two
+    assert split_size([Observation(1024, p, 1000.0 * p) for p in range(2, 22, 2)]) == 5
+    # the lowest three span two memories and slot counts: 3 coefficients, so 4 train
+    mixed = [Observation(m, p, 1.0) for m, p in ((512, 4), (4096, 4), (1024, 10), (2048, 20), (512, 32),
+                                                 (4096, 48), (512, 48))]
+    assert split_size(mixed) == 4
+    # noise on two low budgets decides no longer: a 7-slot point read 30 % low, linear still wins
+    noisy = [Observation(1024, p, m) for p, m in ((4, 5696), (5, 12760), (7, 17768), (8, 29536), (10, 32267))]
+    assert select_by_split(noisy)[0] == "linear"
 
 
 def test_selection_ties_go_to_the_first_family_and_small_sets_are_rejected():

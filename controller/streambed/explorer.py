@@ -29,7 +29,7 @@ from .model import (FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, keygroups, Bu
                     Observation, Plan, PlanEntry, Query, SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
 from .estimator import Estimator
 from .optimizer import Optimizer, OptimizerResult
-from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split
+from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split, split_size
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,9 @@ class ExplorerSettings:
     check) or "efficiency" (issue 11's alternative: the configuration check alone, from the query's
     operator count up to the extrapolation limit; docs/evaluation.md measures both)."""
     max_family_spread: float = FAMILY_SPREAD_LIMIT
+    slot_slope: str = "auto"
+    """"shared": Eq. 6-8, one slot slope for every memory per slot; "auto": also a slot slope per
+    memory (Features.interaction) where leave-one-out cross-validation prefers it (select_features)."""
     """The candidate families disagree when their slot counts differ by more than this factor: a
     checkpoint (ResourceExplorer.checkpoint) then measures where they diverge most."""
 
@@ -171,13 +174,36 @@ def should_stop(rmse_history: Sequence[float], corners: int, settings: ExplorerS
     return None
 
 
+def select_features(observations: Sequence[Observation], features: Features, families: Sequence[str],
+                    slot_slope: str) -> Features:
+    """``features``, or the same with a slot slope per memory (Features.interaction) where
+    ``slot_slope`` is "auto" and the best family's leave-one-out RMSE is lower with it (Eq. 9's
+    criterion, over structures as well as families). Eq. 6-8 give every memory per slot one slot
+    slope: for a memory-bound query (q8's window state) the small memories barely grow with slots
+    while 4 GB grows fast, and one shared slope plans 4 GB far too pessimistically. Where memory
+    does not change what a slot is worth, the extra term only adds variance and cross-validation
+    keeps the paper's models."""
+    if slot_slope not in SLOT_SLOPES:
+        raise UserError(f"slot_slope: expected one of {', '.join(SLOT_SLOPES)}, got {slot_slope!r}")
+    if slot_slope == "shared":
+        return features
+    per_memory = replace(features, interaction=True)
+    shared = best_loocv(observations, features, families)
+    if best_loocv(observations, per_memory, families) < shared:
+        return per_memory
+    return features
+
+
+SLOT_SLOPES = ("auto", "shared")
+
+
 def select_family(observations: Sequence[Observation], features: Features, families: Sequence[str],
                   loocv: dict[str, float]) -> tuple[str, str]:
     """Section VI's model selection: train on the half of D with the lowest P, test on the other half.
     When that half holds a single slot count, no family's slope can be judged from it (the paper's own
     q1/q2/q11 data show this): fall back to Eq. 9's lowest LOOCV RMSE. Returns (family, rule used)."""
     ordered = sorted(observations, key=lambda o: (o.slots, o.memory_mb))
-    train = ordered[: len(ordered) // 2]
+    train = ordered[: split_size(ordered, features)]
     if len({o.slots for o in train}) >= 2:
         try:
             return select_by_split(observations, features, families)[0], "split"
@@ -291,13 +317,19 @@ class ResourceExplorer:
     def _select(self, ex: Exploration) -> None:
         s = self.settings
         obs = ex.observations()
-        ex.loocv = {f: loocv_rmse(f, obs, s.features) for f in s.families}
-        ex.family, ex.selection = select_family(obs, s.features, s.families, ex.loocv)
+        features = select_features(obs, s.features, s.families, s.slot_slope)
+        ex.loocv = {f: loocv_rmse(f, obs, features) for f in s.families}
+        ex.family, ex.selection = select_family(obs, features, s.families, ex.loocv)
         try:
-            ex.split = select_by_split(obs, s.features, s.families)[1]
+            ex.split = select_by_split(obs, features, s.families)[1]
         except ValueError:
             ex.split = {}
-        ex.model = fit(ex.family, obs, s.features).to_dict()
+        ex.model = fit(ex.family, obs, features).to_dict()
+
+    def features(self, ex: Exploration) -> Features:
+        """How memory and slots enter D's models: the settings', with the slot slope per memory
+        where the selection chose it (select_features)."""
+        return Surrogate.from_dict(ex.model).features if ex.model else self.settings.features
 
     def final_metrics(self, ex: Exploration, memory_mb: int) -> tuple[SingleTaskMetrics, str]:
         """The rates of the plan's last BIDS2 pass and where they come from (section VI, "Model usage"):
@@ -353,12 +385,12 @@ class ResourceExplorer:
         s = self.settings
         query = self.optimizer.query
         obs = [p.observation() for p in ex.points if p.phase != CHECKPOINT]
-        model = fit(family, obs, s.features) if family else Surrogate.from_dict(ex.model)
+        model = fit(family, obs, self.features(ex)) if family else Surrogate.from_dict(ex.model)
         entries = []
-        shared = bootstrap_fits(model.family, obs, s.features, samples=s.bootstrap_samples, seed=s.seed)
+        shared = bootstrap_fits(model.family, obs, self.features(ex), samples=s.bootstrap_samples, seed=s.seed)
         for m in sorted(set(int(x) for x in memories)):
             own, own_obs, local = (model, obs, False) if family else self.model_for(ex, m)
-            fits = bootstrap_fits(own.family, own_obs, s.features, samples=s.bootstrap_samples,
+            fits = bootstrap_fits(own.family, own_obs, self.features(ex), samples=s.bootstrap_samples,
                                   seed=s.seed) if local else shared
             solve = guarded_solve(own, m, rate, min_slots=query.size, measured_slots=max(o.slots for o in own_obs),
                                   settings=s, fits=fits)
@@ -366,7 +398,7 @@ class ResourceExplorer:
                 measured = max(o.slots for o in own_obs)
                 limit = max(measured, min(s.max_plan_slots, math.floor(s.max_extrapolation * measured)))
                 solve = Solve(query.size, limit, 0.0)  # _configure grows it until eta x the prediction holds
-            alternatives = plans_by_family(own_obs, s.features, s.families, m, rate, safety=s.safety,
+            alternatives = plans_by_family(own_obs, self.features(ex), s.families, m, rate, safety=s.safety,
                                            min_slots=query.size, max_slots=s.max_plan_slots, settings=s)
             recorded = own.to_dict() if local else None
             if solve.slots is None:
@@ -396,7 +428,7 @@ class ResourceExplorer:
             if hi <= measured:
                 continue
             _, obs, _ = self.model_for(ex, e.memory_mb)
-            budget = Budget(checkpoint_budget(obs, s.features, s.families, e.memory_mb, measured + 1, hi), e.memory_mb)
+            budget = Budget(checkpoint_budget(obs, self.features(ex), s.families, e.memory_mb, measured + 1, hi), e.memory_mb)
             metrics, _ = self.final_metrics(ex, e.memory_mb)
             proposal, max_parallelism = self._configured(metrics, budget.slots)
             cfg = Configuration.of(query, proposal.parallelism, max_parallelism)
@@ -404,7 +436,7 @@ class ResourceExplorer:
             pt = ExplorationPoint.of(OptimizerResult(budget, cfg, proposal.predicted_rate, est.mst, est.to_dict()),
                                      CHECKPOINT)
             ex.points.append(pt)
-            pt.rmse = best_loocv(ex.observations(), s.features, s.families)
+            pt.rmse = best_loocv(ex.observations(), self.features(ex), s.families)
             self.log(f"checkpoint: {budget.slots} slots x {budget.memory_mb} MB -> MST {pt.mst:,.0f} events/s")
             new.append(pt)
         ex.optimizer_calls = len(ex.points)
@@ -435,10 +467,10 @@ class ResourceExplorer:
         testbed = [p.observation() for p in ex.points if p.phase != CHECKPOINT]
         staged = [p.observation() for p in ex.points if p.phase == CHECKPOINT and p.memory_mb == memory_mb]
         if staged:
-            family = checkpoint_family(testbed, staged, s.features, s.families)
+            family = checkpoint_family(testbed, staged, self.features(ex), s.families)
             obs = [o for o in testbed if o.memory_mb == memory_mb] + staged
             try:
-                return fit(family or ex.family, obs, s.features), obs, True
+                return fit(family or ex.family, obs, self.features(ex)), obs, True
             except ValueError:  # a family that cannot take these points: D's model instead
                 pass
         return Surrogate.from_dict(ex.model), testbed, False
@@ -455,7 +487,7 @@ class ResourceExplorer:
         if n < query.size:
             raise UserError(f"{query.name} needs at least {query.size} slots (one per operator); {slots} given")
         if s.risk is not None:
-            fits = bootstrap_fits(model.family, obs, s.features, samples=s.bootstrap_samples, seed=s.seed)
+            fits = bootstrap_fits(model.family, obs, self.features(ex), samples=s.bootstrap_samples, seed=s.seed)
             bound = float(np.quantile(predictions(fits, memory_mb, [n])[:, 0], s.risk)) if fits else 0.0
         else:
             bound = float(model.predict(memory_mb, n)) / s.safety

@@ -71,13 +71,29 @@ def _active(gm: np.ndarray, gp: np.ndarray) -> tuple[bool, bool]:
     return bool(np.ptp(gm) > 0) if gm.size else False, bool(np.ptp(gp) > 0) if gp.size else False
 
 
-def _n_params(gm: np.ndarray, gp: np.ndarray) -> int:
+def _columns(gm: np.ndarray, gp: np.ndarray, interaction: bool = False) -> list[tuple[str, np.ndarray]]:
+    """The design's varying columns by coefficient name: a (g(M)), b (g(P)) and, with the
+    interaction, d (g(M) g(P), only where both vary)."""
     use_m, use_p = _active(gm, gp)
-    return 1 + int(use_m) + int(use_p)
+    cols = [(name, col) for name, col, use in (("a", gm, use_m), ("b", gp, use_p)) if use]
+    if interaction and use_m and use_p:
+        cols.append(("d", gm * gp))
+    return cols
 
 
-def _solve(gm: np.ndarray, gp: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """OLS of y on [gm, gp, 1]; a constant feature gets coefficient 0 (fit on the others only).
+def _n_params(gm: np.ndarray, gp: np.ndarray, interaction: bool = False) -> int:
+    return 1 + len(_columns(gm, gp, interaction))
+
+
+def _predict(coefs: tuple[float, float, float, float], gm, gp):
+    a, b, c, d = coefs
+    return a * gm + b * gp + c + d * gm * gp
+
+
+def _solve(gm: np.ndarray, gp: np.ndarray, y: np.ndarray, interaction: bool = False
+           ) -> tuple[float, float, float, float]:
+    """OLS of y on [gm, gp, 1] (and gm gp with the interaction); a constant feature gets
+    coefficient 0 (fit on the others only). Returns (a, b, c, d).
 
     Columns are centred and scaled before the least-squares solve (as scikit-learn's
     LinearRegression centres them); the solution is the same OLS, better conditioned.
@@ -86,12 +102,11 @@ def _solve(gm: np.ndarray, gp: np.ndarray, y: np.ndarray) -> tuple[float, float,
     n = y.size
     if n < 2:
         raise _NotIdentifiable(f"a fit needs at least 2 observations, got {n}")
-    use_m, use_p = _active(gm, gp)
-    cols = [col for col, use in ((gm, use_m), (gp, use_p)) if use]
-    coefs = [0.0, 0.0]
+    named = _columns(gm, gp, interaction)
+    names, cols = [nm for nm, _ in named], [col for _, col in named]
     y_mean = float(np.mean(y))
     if not cols:
-        return 0.0, 0.0, y_mean
+        return 0.0, 0.0, y_mean, 0.0
     x = np.column_stack(cols)
     x_mean = x.mean(axis=0)
     xc = x - x_mean
@@ -104,13 +119,9 @@ def _solve(gm: np.ndarray, gp: np.ndarray, y: np.ndarray) -> tuple[float, float,
             "slots on one line after the transform (need more, or more varied, budgets)"
         )
     beta = beta / scale
-    it = iter(beta)
-    if use_m:
-        coefs[0] = float(next(it))
-    if use_p:
-        coefs[1] = float(next(it))
+    coefs = dict(zip(names, (float(v) for v in beta)))
     c = y_mean - float(np.dot(beta, x_mean))
-    return coefs[0], coefs[1], c
+    return coefs.get("a", 0.0), coefs.get("b", 0.0), c, coefs.get("d", 0.0)
 
 
 def fit(family: str, observations: Sequence[Observation], features: Features = Features()) -> Surrogate:
@@ -130,8 +141,8 @@ def fit(family: str, observations: Sequence[Observation], features: Features = F
     gm, gp, y = _arrays(family, observations, features)
     if y.size < 2:
         raise ValueError(f"fit needs at least 2 observations, got {y.size}")
-    a, b, c = _solve(gm, gp, y)
-    return Surrogate(family=family, a=a, b=b, c=c, features=features)
+    a, b, c, d = _solve(gm, gp, y, features.interaction)
+    return Surrogate(family=family, a=a, b=b, c=c, features=features, d=d)
 
 
 def bootstrap_fits(family: str, observations: Sequence[Observation], features: Features = Features(), *,
@@ -160,29 +171,27 @@ def predictions(fits: Sequence[Surrogate], memory_mb: float, slots) -> np.ndarra
     return np.array([f.predict(np.full(p.shape, float(memory_mb)), p) for f in fits]).reshape(len(fits), p.size)
 
 
-def _loo_residuals_refit(gm, gp, y) -> np.ndarray:
+def _loo_residuals_refit(gm, gp, y, interaction: bool = False) -> np.ndarray:
     n = y.size
     out = np.empty(n)
     keep = np.ones(n, dtype=bool)
     for i in range(n):
         keep[i] = False
-        a, b, c = _solve(gm[keep], gp[keep], y[keep])
+        coefs = _solve(gm[keep], gp[keep], y[keep], interaction)
         keep[i] = True
-        out[i] = y[i] - (a * gm[i] + b * gp[i] + c)
+        out[i] = y[i] - _predict(coefs, gm[i], gp[i])
     return out
 
 
-def _loo_residuals_hat(gm, gp, y) -> np.ndarray:
+def _loo_residuals_hat(gm, gp, y, interaction: bool = False) -> np.ndarray:
     """e_i / (1 - h_ii), with h the hat matrix of the full fit; exact for OLS.
 
     Points of leverage ~1 (their removal changes the rank of the design, e.g. the only
     observation at some memory value) are refitted explicitly, as :func:`fit` would.
     """
     n = y.size
-    a, b, c = _solve(gm, gp, y)
-    resid = y - (a * gm + b * gp + c)
-    use_m, use_p = _active(gm, gp)
-    cols = [col for col, use in ((gm, use_m), (gp, use_p)) if use]
+    resid = y - _predict(_solve(gm, gp, y, interaction), gm, gp)
+    cols = [col for _, col in _columns(gm, gp, interaction)]
     lev = np.full(n, 1.0 / n)
     if cols:
         xc = np.column_stack(cols)
@@ -197,9 +206,9 @@ def _loo_residuals_hat(gm, gp, y) -> np.ndarray:
     keep = np.ones(n, dtype=bool)
     for i in np.flatnonzero(~ok):
         keep[i] = False
-        ai, bi, ci = _solve(gm[keep], gp[keep], y[keep])
+        coefs = _solve(gm[keep], gp[keep], y[keep], interaction)
         keep[i] = True
-        out[i] = y[i] - (ai * gm[i] + bi * gp[i] + ci)
+        out[i] = y[i] - _predict(coefs, gm[i], gp[i])
     return out
 
 
@@ -236,13 +245,13 @@ def loocv_rmse(
     _check_aggregate(aggregate)
     gm, gp, y = _arrays(family, observations, features)
     n = y.size
-    if n < 2 or n - 1 <= _n_params(gm, gp):
+    if n < 2 or n - 1 <= _n_params(gm, gp, features.interaction):
         return math.inf
     try:
         if method == "hat":
-            e = _loo_residuals_hat(gm, gp, y)
+            e = _loo_residuals_hat(gm, gp, y, features.interaction)
         else:
-            e = _loo_residuals_refit(gm, gp, y)
+            e = _loo_residuals_refit(gm, gp, y, features.interaction)
     except _NotIdentifiable:
         return math.inf
     if aggregate == "fold_mean":
@@ -297,6 +306,23 @@ def select_by_loocv(
     return best, scores
 
 
+def split_size(ordered: Sequence[Observation], features: Features = Features()) -> int:
+    """How many of the lowest-P observations train in select_by_split: half of them (``n // 2``), or
+    one more while that half holds no more points than the model has coefficients and the rest keeps
+    two. A fit through as many points as coefficients passes through each exactly: every family
+    then extrapolates the two or three lowest budgets' noise, and the test judges that noise, not
+    the family (5 measurements of q11 on the local testbed, 2 training points: log chose itself on
+    a 7-slot point read 30 % low; 3 training points: linear, on both runs)."""
+    n = len(ordered)
+    n_train = n // 2
+    while n_train < n - 2:
+        gm, gp, _ = _arrays("linear", ordered[:n_train], features)
+        if n_train > _n_params(gm, gp, features.interaction):
+            break
+        n_train += 1
+    return n_train
+
+
 def select_by_split(
     observations: Sequence[Observation],
     features: Features = Features(),
@@ -307,15 +333,16 @@ def select_by_split(
     "The first half of D with observations with the lowest values of Π serves as the training set.
     The other half serves as the test set. ... The model with the lowest average RMSE for points in
     the test set is selected." Observations are sorted by (slots, memory) (stable); the first
-    ``n // 2`` train, the rest test. Returns the chosen family (ties go to the first in
-    ``families`` order) and every family's test RMSE. As the paper says, the chosen family should
+    ``n // 2`` train (one more where that half would fit exactly: split_size), the rest test.
+    Returns the chosen family (ties go to the first in ``families`` order) and every family's test
+    RMSE. As the paper says, the chosen family should
     then be fitted on the whole of D, not on the training half.
 
     Raises ValueError if a half is too small (the training half cannot be fitted, or is empty).
     """
     fams = _check_families(families)
     obs = sorted(observations, key=lambda o: (o.slots, o.memory_mb))
-    n_train = len(obs) // 2
+    n_train = split_size(obs, features)
     train, test = obs[:n_train], obs[n_train:]
     if n_train < 2 or not test:
         raise ValueError(
@@ -351,7 +378,7 @@ def inverse_solve(
     integer P in [min_slots, max_slots] with ``predict(memory_mb, P) >= safety * rate``, or None if
     there is none; the same answer as that incremental loop, without looping in Python:
 
-    * b > 0: the prediction is non-decreasing in P (g is increasing for every family, and so is
+    * b > 0 (b + d g(M) with the interaction): the prediction is non-decreasing in P (g is increasing for every family, and so is
       its floating-point evaluation), so a bisection over the integers finds the first P.
     * b <= 0: no monotonicity is assumed; the range is scanned vectorized, in chunks.
     """
@@ -371,7 +398,7 @@ def inverse_solve(
     target = safety * rate
     lo, hi = int(min_slots), int(max_slots)
 
-    if surrogate.b > 0:
+    if surrogate.slot_slope(memory_mb) > 0:
         if surrogate.predict(memory_mb, hi) < target:
             return None
         if surrogate.predict(memory_mb, lo) >= target:

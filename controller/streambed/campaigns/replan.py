@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from ..errors import UserError
-from ..explorer import Exploration, ExplorerSettings, ResourceExplorer, guarded_solve, plans_by_family, select_family
+from ..explorer import (Exploration, ExplorerSettings, ResourceExplorer, guarded_solve, plans_by_family,
+                        select_features, select_family)
 from ..model import FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Plan, Query, SingleTaskMetrics, TestbedInfo, check_slots
 from ..policies import PAPER_POLICY, policy_named
 from ..policies.bids2 import bids2
@@ -115,6 +116,8 @@ def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int]
             train, selection = obs[:k], "given"
         elif training == "all":
             train = obs
+            if family == "auto":  # the explorer's structure too: a slot slope per memory where LOOCV prefers it
+                features = select_features(obs, features, FAMILIES, (guards or ExplorerSettings()).slot_slope)
             loocv = {f: loocv_rmse(f, obs, features) for f in FAMILIES}
             if family == "auto":
                 if not any(math.isfinite(v) for v in loocv.values()):
@@ -133,7 +136,7 @@ def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int]
     min_slots = measurements.operators or 1
     measured = max(o.slots for o in obs)
     guards = replace(guards or ExplorerSettings(), safety=safety)
-    coefficients = {"a": model.a, "b": model.b, "c": model.c}
+    coefficients = {"a": model.a, "b": model.b, "c": model.c, "d": model.d}
     entries = []
     for m in sorted(set(memories)):
         solve = guarded_solve(model, m, rate, min_slots=min_slots, measured_slots=measured, settings=guards)

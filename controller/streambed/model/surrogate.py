@@ -40,6 +40,10 @@ class Features:
     memory: str = "taskmanager_mb"  # or "slot_mb"
     slots_per_taskmanager: int = 16
     log: str = "log1p"  # or "log"
+    interaction: bool = False
+    """A term d g(M) g(P): each memory per slot its own slot slope, b + d g(M). Eq. 6-8 (False)
+    give every memory one slot slope; the explorer adds the term where cross-validation prefers it
+    (ExplorerSettings.slot_slope)."""
 
     def __post_init__(self) -> None:
         if self.memory not in _MEMORY_MODES:
@@ -92,12 +96,14 @@ class Features:
             memory=d.get("memory", "taskmanager_mb"),
             slots_per_taskmanager=int(d.get("slots_per_taskmanager", 16)),
             log=d.get("log", "log1p"),
+            interaction=bool(d.get("interaction", False)),
         )
 
 
 @dataclass(frozen=True)
 class Surrogate:
-    """A fitted surrogate ``f(M, P) = a g(M) + b g(P) + c`` (Eq. 6-8).
+    """A fitted surrogate ``f(M, P) = a g(M) + b g(P) + c`` (Eq. 6-8), plus ``d g(M) g(P)`` where
+    ``features.interaction`` fitted that term.
 
     ``g`` is the identity, log (or log1p) or square root according to ``family``; M goes through
     ``features.memory_value`` first, so ``predict`` takes memory per slot in MB.
@@ -108,10 +114,11 @@ class Surrogate:
     b: float
     c: float
     features: Features = Features()
+    d: float = 0.0
 
     def __post_init__(self) -> None:
         check_family(self.family)
-        for name in ("a", "b", "c"):
+        for name in ("a", "b", "c", "d"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"Surrogate.{name} must be finite, got {getattr(self, name)!r}")
 
@@ -124,8 +131,15 @@ class Surrogate:
         m = self.features.memory_value(np.asarray(memory_mb, dtype=float))
         gm = self.features.transform(self.family, m)
         gp = self.features.transform(self.family, np.asarray(slots, dtype=float))
-        out = self.a * gm + self.b * gp + self.c
+        out = self.a * gm + self.b * gp + self.c + self.d * gm * gp
         return float(out) if scalar else out
+
+    def slot_slope(self, memory_mb: float) -> float:
+        """The coefficient of g(P) at ``memory_mb`` per slot: b, or b + d g(M) with the interaction.
+        The prediction grows with P at that memory exactly when it is positive."""
+        if self.d == 0.0:
+            return self.b
+        return self.b + self.d * float(self.features.transform(self.family, self.features.memory_value(float(memory_mb))))
 
     def to_dict(self) -> dict:
         return {
@@ -133,6 +147,7 @@ class Surrogate:
             "a": float(self.a),
             "b": float(self.b),
             "c": float(self.c),
+            "d": float(self.d),
             "features": self.features.to_dict(),
         }
 
@@ -144,6 +159,7 @@ class Surrogate:
             b=float(d["b"]),
             c=float(d["c"]),
             features=Features.from_dict(d.get("features", {})),
+            d=float(d.get("d", 0.0)),
         )
 
 
