@@ -13,6 +13,8 @@ Sections (issues #3 and #11):
      against the slots the paper deployed and what they sustained.
   D. BIDS2 against DS2 on the same single-task metrics: for a target rate, DS2's configuration and
      BIDS2's on as many slots, each one's MST as measured, against the sim's ground truth.
+  E. The probes of bench/profiles/ judged as section A judges the public profiles: query shapes and
+     key distributions the planner was not developed on (held-out proxies, bench/profiles/README.md).
 Prints tables and writes everything to <out>/evaluation.json. Asserts nothing.
 """
 
@@ -51,6 +53,8 @@ from streambed.testbed.sim.profile import SimProfile, load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth, TruthSettings
 
+PROBES = tuple(str(p) for p in sorted((Path(__file__).resolve().parent / "profiles").glob("*.yaml")))
+"""Section E's profiles: shapes the planner was not developed on (bench/profiles/README.md)."""
 PAPER_DATA = Path(os.environ.get("STREAMBED_PAPER_DATA", Path(__file__).resolve().parents[1] / "data" / "streambed-paper"))
 COMPLEX = {"q5", "q8"}
 MEMORIES = [512, 1024, 2048, 4096]
@@ -185,12 +189,13 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
     A top-level function so that rows can run in worker processes."""
     t0 = time.time()
     profile = load_profile(name)
+    name = profile.name  # a probe is given by its file's path
     gt = GroundTruth(profile)
     testbed_mst = gt.true_mst(TESTBED_SLOTS, 4096).mst
     rate = multiple * testbed_mst
-    timing = "paper-complex" if any(q in name for q in COMPLEX) else "paper-simple"
+    timing = "paper-complex" if any(q in name for q in COMPLEX) or any(o.kind == "join" for o in profile.operators) else "paper-simple"
     outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, MEMORIES, timing, seed, risk=risk,
-                            checkpoint_slots=checkpoint_slots, explorer=explorer)
+                            checkpoint_slots=checkpoint_slots, explorer=explorer, profile=profile)
     plan, ex = outcome.plan, outcome.exploration
     memories = {}
     for e in plan.entries:  # every memory by the same rule: validate deploys the cheapest, not the 4 GB one
@@ -221,7 +226,7 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
 
 def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, multiples=MULTIPLES,
               risk: float | None = None, seed: int = 0, checkpoint_slots: int | None = None,
-              explorer: dict | None = None) -> dict:
+              explorer: dict | None = None, label: str = "A") -> dict:
     """Plans at 3x, 10x and 25x of the testbed's MST for the five Nexmark profiles and the paper's
     analytic ones, each judged by the sim's truth (issue 11's rule: sustain the target with at most
     1.25x the true minimum slots, or say unreachable where the truth does or beyond the stated limit)."""
@@ -230,9 +235,9 @@ def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, mu
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for r in pool.map(judged_plan, *zip(*cases)):
             rows.append(r)
-            console.print(f"A {r['profile']} x{r['multiple']:g}: {r['planned_slots']} slots (truth {r['true_min']}), "
+            console.print(f"{label} {r['profile']} x{r['multiple']:g}: {r['planned_slots']} slots (truth {r['true_min']}), "
                           f"own MST / target {fmt(r['own_over_rate'])}: {r['verdict']} [{r['wall_s']:.0f} s]")
-    table("A. Plans at 3/10/25x the 48-slot MST (4 GB per slot), judged by the sim's truth"
+    table(f"{label}. Plans at 3/10/25x the 48-slot MST (4 GB per slot), judged by the sim's truth"
           + (f", sized for a {100 * risk:g} % risk" if risk else "")
           + (f", with checkpoints on {checkpoint_slots:,} slots" if checkpoint_slots else "")
           + "".join(f", {k} {v}" for k, v in (explorer or {}).items()),
@@ -244,13 +249,13 @@ def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, mu
             f"{r['own_over_rate']:.3f}" if r["own_over_rate"] is not None else "-", r["verdict"],
             f"{100 * r['risk']:.1f} %" if r["risk"] is not None else "-", r["optimizer_calls"], r["estimator_calls"], r["testbed_minutes"]) for r in rows])
     s = summary(rows)
-    console.print("A summary: " + summary_line(s))
+    console.print(f"{label} summary: " + summary_line(s))
     records = memory_records(rows)
     every = summary(records)
-    console.print("A summary, every memory per slot: " + summary_line(every))
+    console.print(f"{label} summary, every memory per slot: " + summary_line(every))
     for rec in records:
         if rec["verdict"] == UNDER:
-            console.print("A under-provisioned: " + under_line(rec))
+            console.print(f"{label} under-provisioned: " + under_line(rec))
     return {"rows": rows, "summary": s, "summary_every_memory": every}
 
 
@@ -580,7 +585,7 @@ def finite(value):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="campaigns/evaluate", help="campaign ledgers, plots and evaluation.json")
-    parser.add_argument("--sections", default="ABCD")
+    parser.add_argument("--sections", default="ABCDE")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per analytic profile and noise level (section B)")
     parser.add_argument("--noise", type=parse_noise_levels, default=parse_noise_levels(DEFAULT_NOISE),
                         help="section B's run-to-run noise levels, in percent, comma-separated; 'shipped' is each "
@@ -594,9 +599,13 @@ def main() -> int:
     parser.add_argument("--sizing", choices=("surrogate", "efficiency"), default="surrogate",
                         help="section A: the plan's budget from the surrogate model (section VI) or from the "
                              "efficiency of the configurations measured alone (issue 11's alternative)")
+    parser.add_argument("--profiles", default=None,
+                        help="section A: these profiles (shipped names or YAML paths, comma-separated) instead of the "
+                             "ten public ones; section E runs the probes of bench/profiles/")
     parser.add_argument("--risk", type=float, default=None,
                         help="section A: size plans for this risk of under-provisioning instead of the 1.10 factor")
     args = parser.parse_args()
+    profiles = tuple(p.strip() for p in args.profiles.split(",") if p.strip()) if args.profiles else NEXMARK_QUERIES + ANALYTIC
     # section A's explorer settings that differ from the product's defaults (named in its table's title)
     explorer = {k: v for k, v in (("sizing", args.sizing),) if v != getattr(ExplorerSettings, k)}
     out = Path(args.out)
@@ -606,9 +615,12 @@ def main() -> int:
     sections = (("C", "C_paper_data", section_c),
                 ("D", "D_bids2_vs_ds2", lambda: section_d(out)),
                 ("B", "B_analytic", lambda: section_b(out, args.seeds, args.noise, args.jobs)),
-                ("A", "A_plans", lambda: section_a(out, args.jobs, risk=args.risk, seed=args.seed_a,
+                ("A", "A_plans", lambda: section_a(out, args.jobs, names=profiles, risk=args.risk, seed=args.seed_a,
                                                              checkpoint_slots=args.checkpoint_slots,
-                                                             explorer=explorer)))
+                                                             explorer=explorer)),
+                ("E", "E_probes", lambda: section_a(out / "E", args.jobs, names=PROBES, risk=args.risk,
+                                                    seed=args.seed_a, checkpoint_slots=args.checkpoint_slots,
+                                                    explorer=explorer, label="E")))
     for letter, key, run in sections:
         if letter in args.sections:
             started = time.time()

@@ -584,7 +584,7 @@ def test_plan_with_a_checkpoint_measures_beyond_the_testbed_and_resumes_to_the_s
 
 
 def test_plan_killed_mid_campaign_resumes_losing_at_most_the_window_in_flight(tmp_path):
-    argv = ["plan", "--query", "q8", "--rate", "2e7", "--profiles", "2048,4096", "--campaign-dir", "k", "--json",
+    argv = ["plan", "--query", "q8", "--rate", "5e6", "--profiles", "2048,4096", "--campaign-dir", "k", "--json",
             "--timing", "paper-complex"]
     proc = subprocess.Popen(COMMAND + argv, cwd=tmp_path, env=_env(200), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

@@ -230,9 +230,16 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     falling = [_point(p, 1000.0 * p * (1 - 0.5 * math.log(p / 4) / math.log(12)), {"A": p}) for p in (4, 12, 48)]
     eta, _, eta_top = efficiency(falling, 4096, predict)
     assert eta_top == pytest.approx(0.5) and eta(480) < 0.5 and eta(48) == pytest.approx(0.5)
-    # between the two largest budgets (a testbed's and a checkpoint's): linear in ln P from one to the other
+    # between the two largest budgets (a testbed's and a checkpoint's): linear in sqrt(2 ln P) from one to
+    # the other, the scale of the slowest of P tasks' lag (explorer.spread)
+    from streambed.explorer import spread
     at_12 = 1 - 0.5 * math.log(3) / math.log(12)
-    assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * math.log(2) / math.log(4))
+    assert spread(24) == pytest.approx(math.sqrt(2 * math.log(24)))
+    assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * (spread(24) - spread(12)) / (spread(48) - spread(12)))
+    # beyond the largest budget: down along the trend fitted on sqrt(2 ln P), slower than along ln P
+    slope = float(np.polyfit([spread(p) for p in (4, 12, 48)],
+                             [1 - 0.5 * math.log(p / 4) / math.log(12) for p in (4, 12, 48)], 1)[0])
+    assert eta(480) == pytest.approx(0.5 + slope * (spread(480) - spread(48)))
     assert efficiency(flat, 512, predict) is None  # no measurement of that memory
 
 
@@ -397,3 +404,32 @@ def test_the_family_that_predicted_the_checkpoint_best_is_kept():
     for truth, family in ((lambda p: 1e5 * math.sqrt(p), "sqrt"), (lambda p: 1e5 * math.log(p) * 2.4, "log")):
         assert checkpoint_family(testbed, [Observation(4096, 500, truth(500))], Features(), families) == family
     assert checkpoint_family(testbed[:1], [Observation(4096, 500, 1e6)], Features(), families) is None
+
+
+def test_a_key_the_testbed_cannot_see_is_checked_at_the_plans_scale(tmp_path):
+    """q11 planned 30 x beyond a 24-slot testbed: the families agree, but a key too faint for 21 window
+    tasks could hold the planned ones, and the plan says so (key_warning). A checkpoint then measures
+    there; its tasks read the keys at that scale, and the plan's key concentration comes from them too."""
+    from streambed.explorer import CHECKPOINT
+    from streambed.model.measurement import Measurement, key_skews
+
+    ex_, ledger, _ = explorer(tmp_path, "q11", max_slots=24)
+    with ledger:
+        ex = ex_.explore([4096])
+        rate = 30 * max(p.mst for p in ex.points)
+        before = ex_.plan(ex, rate, [4096]).entry(4096)
+        assert before.slots is not None and "GroupWindowAggregate#2: a key with up to" in before.key_warning
+        staged = CapacityEstimator(SimTestbed(load_profile("q11"), SimSettings(max_slots=1000)), ledger, QUICK)
+        points = ex_.checkpoint(ex, ex_.plan(ex, rate, [4096]), staged, 1000)
+    assert [p.phase for p in points] == [CHECKPOINT] and points[0].slots > 24
+    widest = max(Measurement.from_dict(p.measurement).operator("GroupWindowAggregate#2").parallelism
+                 for p in ex.points if p.measurement)
+    assert widest > 100  # the checkpoint's window tasks
+    q = ex_.optimizer.query
+    runs = [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in ex.points if p.measurement]
+    metrics, _ = ex_.final_metrics(ex, 4096)
+    skew = dict(metrics.operators)["GroupWindowAggregate#2"].key_skew
+    assert skew == key_skews(q, runs)["GroupWindowAggregate#2"] and skew.tested_parallelism == widest
+    after = ex_.plan(ex, rate, [4096]).entry(4096)
+    # read at the checkpoint's scale, a key that could hold the plan would have shown
+    assert after.key_warning is None or f"among the {widest:,} tasks measured" in after.key_warning

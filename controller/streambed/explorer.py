@@ -28,7 +28,10 @@ from .errors import UserError
 from .model import (FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, keygroups, Budget, Configuration, Features, Measurement,
                     Observation, Plan, PlanEntry, Query, SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
 from .estimator import Estimator
+from .model.keyskew import max_z
+from .model.measurement import key_skews
 from .optimizer import Optimizer, OptimizerResult
+from .policies import skew
 from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split, split_size
 
 
@@ -339,12 +342,14 @@ class ResourceExplorer:
         query = self.optimizer.query
         # a checkpoint measures the configuration these metrics give; its own rates would configure anew
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
+        skews = key_skews(query, [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in ex.points
+                                  if p.measurement and p.mst > 0])
         if self.settings.final_metrics == "largest" and runs:
             top = max(runs, key=lambda p: (p.slots, p.mst))
             m = Measurement.from_dict(top.measurement)
-            return (SingleTaskMetrics.from_measurement(query, memory_mb, m),
+            return (SingleTaskMetrics.from_measurement(query, memory_mb, m).with_key_skew(skews),
                     f"the largest run of D ({top.slots} slots)")
-        return self.optimizer.single_task(memory_mb), "the single-task run"
+        return self.optimizer.single_task(memory_mb).with_key_skew(skews), "the single-task run"
 
     def _configure(self, ex: Exploration, memory_mb: int, rate: float, solve: Solve, alternatives: dict,
                    model: Surrogate, fits: Sequence[Surrogate]) -> PlanEntry:
@@ -377,7 +382,7 @@ class ResourceExplorer:
         return PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
                          efficiency=eff[0](slots) if eff is not None else None, model_slots=solve.slots,
-                         max_parallelism=max_parallelism)
+                         max_parallelism=max_parallelism, key_warning=key_warning(metrics, sol.parallelism, rate))
 
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
         """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget.
@@ -411,8 +416,10 @@ class ResourceExplorer:
 
     def checkpoint(self, ex: Exploration, plan: Plan, estimator: Estimator, slots: int) -> list[ExplorationPoint]:
         """``--checkpoint-slots``: staged measurements on part of the production cluster (issue 11, after
-        Imai et al.'s validation points). For each memory per slot whose plan is unreachable, or whose
-        candidate families disagree by more than ``max_family_spread``, ``estimator`` (a cluster of
+        Imai et al.'s validation points). For each memory per slot whose plan is unreachable, whose
+        candidate families disagree by more than ``max_family_spread``, or whose keyed operators a key
+        too faint for the testbed could hold below the rate (PlanEntry.key_warning: the checkpoint's tasks
+        read the keys at the plan's own scale), ``estimator`` (a cluster of
         ``slots``) measures the plan's own configuration (the last pass, _configured) at the budget where
         the families fitted on D diverge most (checkpoint_budget). That memory's plan then rests on its
         own points (model_for). Returns the points measured, none when every plan agrees."""
@@ -422,7 +429,7 @@ class ResourceExplorer:
                             f"got {slots}")
         s, query, new = self.settings, self.optimizer.query, []
         for e in plan.entries:
-            if e.slots is not None and family_spread(e.by_family) <= s.max_family_spread:
+            if e.slots is not None and family_spread(e.by_family) <= s.max_family_spread and not e.key_warning:
                 continue
             hi = checkpoint_range(e, slots)
             if hi <= measured:
@@ -619,6 +626,14 @@ def predictor(policy, metrics: SingleTaskMetrics) -> Callable[[ExplorationPoint]
     return predict
 
 
+def spread(slots: int) -> float:
+    """The scale the efficiency declines along: sqrt(2 ln P), how far the slowest of P tasks lags the
+    mean in standard deviations (model/keyskew.max_z). What a budget loses to its configuration's
+    prediction is the moment-to-moment lag of its slowest tasks (speed noise, firings): it grows as
+    the maximum of P draws, not as ln P, which over-provisioned q11 at 25 x by 28 % (docs/planner.md)."""
+    return max_z(max(int(slots), 1))
+
+
 def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
                ) -> tuple[Callable[[int], float], int, float] | None:
     """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
@@ -640,7 +655,7 @@ def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Call
     eta_top = min(e for s, e in etas if s == top)
     slope = 0.0
     if len({s for s, _ in etas}) >= 2:
-        x = np.log([s for s, _ in etas])
+        x = np.array([spread(s) for s, _ in etas])
         y = np.array([e for _, e in etas])
         slope = float(np.polyfit(x, y, 1)[0])
     below = max((s for s, _ in etas if s < top), default=None)
@@ -648,8 +663,8 @@ def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Call
     def eta(slots: int) -> float:
         if below is not None and below < slots < top:
             eta_below = min(e for s, e in etas if s == below)
-            return eta_below + (eta_top - eta_below) * math.log(slots / below) / math.log(top / below)
-        return max(0.0, eta_top + min(slope, 0.0) * math.log(max(slots, top) / top))
+            return eta_below + (eta_top - eta_below) * (spread(slots) - spread(below)) / (spread(top) - spread(below))
+        return max(0.0, eta_top + min(slope, 0.0) * (spread(max(slots, top)) - spread(top)))
 
     return eta, top, eta_top
 
@@ -690,6 +705,27 @@ def planned_max_parallelism(slots: int) -> int:
     """The max parallelism a plan sets when Flink's default would cost slots: 16 key groups or more per
     slot, so that the busiest task owns at most ~6 % more than the mean, within Flink's 32,768."""
     return min(keygroups.MAX_MAX_PARALLELISM, max(keygroups.MIN_MAX_PARALLELISM, 1 << (16 * slots - 1).bit_length()))
+
+
+def key_warning(metrics: SingleTaskMetrics, parallelism: dict[str, int], rate: float) -> str | None:
+    """What a plan cannot exclude about its keyed operators: a key hot enough to hold one below ``rate`` at
+    its planned parallelism that would not have stood out at the parallelism measured
+    (policies/skew.hidden_key_capacity), and what would settle it. None when no such key could."""
+    lines = []
+    for name, r in metrics.operators:
+        if not r.keyed or name not in parallelism:
+            continue
+        cap = skew.hidden_key_capacity(r, parallelism[name], metrics.max_parallelism)
+        if cap < rate:
+            w = skew.hidden_key(r, metrics.max_parallelism)
+            tested = r.key_skew.tested_parallelism or r.measured_parallelism
+            lines.append(f"{name}: a key with up to {100 * w:.2g} % of its input would not stand out among the "
+                         f"{tested:,} tasks measured, and would hold its {parallelism[name]:,} tasks at "
+                         f"{cap:,.0f} events/s")
+    if not lines:
+        return None
+    return ("; ".join(lines) + ". The key distribution of representative data, or a checkpoint at this scale "
+            "(--checkpoint-slots), tells whether such a key exists (docs/planner.md, key skew)")
 
 
 def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,

@@ -13,6 +13,7 @@ from typing import Protocol
 from .errors import UserError
 from .estimator import Estimator
 from .model import Budget, Configuration, Measurement, Query, SingleTaskMetrics, check_slots
+from .model.measurement import key_skews
 from .policies import ConfigurationPolicy, policy_named
 
 
@@ -57,6 +58,9 @@ class ConfigurationOptimizer:
         self._largest: dict[int, tuple[int, Measurement]] = {}
         """Per memory per slot, the largest run measured so far (slots, its measurement at the MST):
         how unevenly its tasks were loaded tells the policy what 1/pi per task hides."""
+        self._runs: list[tuple[Measurement, int | None]] = []
+        """Every run measured at its MST, with its max parallelism: the keyed operators' per-task input
+        records, pooled, give their key concentration (model/keyskew.py) whatever the memory."""
         self.calls = 0
         """Optimizer calls (the paper's #CO)."""
 
@@ -88,6 +92,7 @@ class ConfigurationOptimizer:
         metrics, single_est = self._single_task(budget.memory_mb)
         if budget.memory_mb in self._largest:
             metrics = metrics.with_imbalance(self.query, self._largest[budget.memory_mb][1])
+        metrics = metrics.with_key_skew(key_skews(self.query, self._runs))
         solution = self.policy.configure(metrics, budget.slots)
         cfg = Configuration.of(self.query, solution.parallelism)
         if cfg == Configuration.single_task(self.query) and not cached:
@@ -96,6 +101,8 @@ class ConfigurationOptimizer:
         # Section V: the cache serves BIDS2, but a single-task configuration the explorer asks for
         # again is measured again (runs vary; the explorer repeats points to reduce that noise).
         est = self.estimator.estimate(self.query.name, budget, cfg, key)
+        if est.measurement is not None:
+            self._runs.append((est.measurement, cfg.max_parallelism))
         if est.measurement is not None and cfg.slots >= self._largest.get(budget.memory_mb, (0, None))[0]:
             self._largest[budget.memory_mb] = (cfg.slots, est.measurement)
         return OptimizerResult(budget, cfg, solution.predicted_rate, est.mst, est.to_dict())

@@ -37,6 +37,7 @@ def operator_metrics(names: Sequence[str], parallelism: Sequence[int], busy: np.
             busyness_max=float(b.max()),
             backpressure=float(np.mean(backpressured[sl])),
             task_busyness=tuple(float(x) for x in b),
+            task_input=tuple(float(x) for x in records_in[sl]),
         ))
         start += p
     return tuple(out)

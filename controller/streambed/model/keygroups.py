@@ -11,6 +11,7 @@ testbed partitions with it, and Flink applies it.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 MIN_MAX_PARALLELISM = 128
 MAX_MAX_PARALLELISM = 32768
@@ -39,3 +40,22 @@ def busiest_groups_share(parallelism: int, fixed: int | None = None) -> float:
     p divides m). With evenly loaded groups, that is the busiest task's share of the input."""
     m = max_parallelism(parallelism, fixed)
     return math.ceil(m / parallelism) / m
+
+
+@lru_cache(maxsize=1)
+def default_ranges() -> tuple[tuple[int, int], ...]:
+    """The parallelisms that run with each of Flink's default max parallelisms, as (first, last), in
+    increasing order: 1-85 with 128 key groups, 86-171 with 256, ..., up to 32,768."""
+    ranges, lo = [], 1
+    while lo <= MAX_MAX_PARALLELISM:
+        m = default_max_parallelism(lo)
+        a, b = lo, MAX_MAX_PARALLELISM  # the default never falls as p grows: the last p with m, by bisection
+        while a < b:
+            mid = (a + b + 1) // 2
+            if default_max_parallelism(mid) == m:
+                a = mid
+            else:
+                b = mid - 1
+        ranges.append((lo, a))
+        lo = a + 1
+    return tuple(ranges)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from ..errors import UserError
+from .keyskew import KeySkew
 from .query import Query
 
 BUSYNESS_FLOOR = 0.01
@@ -35,6 +36,10 @@ class OperatorMetrics:
     backpressure: float
     """Mean over tasks of the fraction of time back-pressured."""
     task_busyness: tuple[float, ...] = ()
+    task_input: tuple[float, ...] = ()
+    """Records per second into each task: they follow the keys alone (not the tasks' speed), so a
+    keyed operator's key concentration is read from them (model/keyskew.py); empty where a ledger
+    predates them."""
 
     def to_dict(self) -> dict:
         return {
@@ -46,6 +51,7 @@ class OperatorMetrics:
             "busyness_max": self.busyness_max,
             "backpressure": self.backpressure,
             "task_busyness": list(self.task_busyness),
+            "task_input": list(self.task_input),
         }
 
     @classmethod
@@ -59,6 +65,7 @@ class OperatorMetrics:
             busyness_max=float(d["busyness_max"]),
             backpressure=float(d["backpressure"]),
             task_busyness=tuple(float(x) for x in d.get("task_busyness", ())),
+            task_input=tuple(float(x) for x in d.get("task_input", ())),
         )
 
 
@@ -114,7 +121,8 @@ class Measurement:
             ops.append(replace(
                 om, input_rate=mean(om.input_rate, lo.input_rate), output_rate=mean(om.output_rate, lo.output_rate),
                 busyness=mean(om.busyness, lo.busyness), backpressure=mean(om.backpressure, lo.backpressure),
-                busyness_max=max(tasks) if tasks else mean(om.busyness_max, lo.busyness_max), task_busyness=tasks))
+                busyness_max=max(tasks) if tasks else mean(om.busyness_max, lo.busyness_max), task_busyness=tasks,
+                task_input=tuple(mean(x, y) for x, y in zip(om.task_input, lo.task_input))))
         return Measurement(
             target_rate=mean(self.target_rate, later.target_rate),
             achieved_rate=mean(self.achieved_rate, later.achieved_rate),
@@ -175,6 +183,20 @@ class OperatorRates:
     from; 1 for a single task."""
     measured_parallelism: int = 1
     """The operator's parallelism in that run."""
+    input_imbalance: float = 1.0
+    """The busiest task's input records over the mean task's in that run (1 where not measured): the
+    part of ``imbalance`` the data explains; the rest is the tasks' speed."""
+    key_skew: KeySkew | None = None
+    """A keyed operator's key concentration, pooled over the runs measured (model/keyskew.py); None:
+    unknown, and the measured imbalance is carried unchanged."""
+
+
+def input_imbalance(om: OperatorMetrics) -> float:
+    """The busiest task's input records over the mean task's (1 for one task or none recorded)."""
+    x = om.task_input
+    if om.parallelism <= 1 or len(x) != om.parallelism or sum(x) <= 0:
+        return 1.0
+    return max(1.0, max(x) * len(x) / sum(x))
 
 
 def imbalance(om: OperatorMetrics, busyness_floor: float = BUSYNESS_FLOOR) -> float:
@@ -213,14 +235,20 @@ class SingleTaskMetrics:
             busy = max(om.busyness, busyness_floor)
             ops.append((name, OperatorRates(true_rate=per_task_in / busy, input_ratio=om.input_rate / m.achieved_rate,
                                             keyed=name in query.keyed, imbalance=imbalance(om, busyness_floor),
-                                            measured_parallelism=om.parallelism)))
+                                            measured_parallelism=om.parallelism, input_imbalance=input_imbalance(om))))
         return cls(query.name, int(memory_mb), tuple(ops), m.achieved_rate, query.max_parallelism)
 
     def with_imbalance(self, query: Query, m: Measurement) -> "SingleTaskMetrics":
         """These rates, with the imbalance of each operator's tasks in another run (a larger one)."""
         ops = tuple((n, replace(r, keyed=n in query.keyed, imbalance=imbalance(m.operator(n)),
-                                measured_parallelism=m.operator(n).parallelism)) for n, r in self.operators)
+                                measured_parallelism=m.operator(n).parallelism,
+                                input_imbalance=input_imbalance(m.operator(n)))) for n, r in self.operators)
         return replace(self, operators=ops, max_parallelism=query.max_parallelism)
+
+    def with_key_skew(self, skews: Mapping[str, KeySkew]) -> "SingleTaskMetrics":
+        """These rates, with the key concentration of the keyed operators ``skews`` names."""
+        ops = tuple((n, replace(r, key_skew=skews[n]) if r.keyed and n in skews else r) for n, r in self.operators)
+        return replace(self, operators=ops)
 
     def names(self) -> list[str]:
         return [n for n, _ in self.operators]
@@ -231,7 +259,10 @@ class SingleTaskMetrics:
             if r.keyed:
                 d["keyed"] = True
             if r.measured_parallelism > 1:
-                d.update(imbalance=r.imbalance, measured_parallelism=r.measured_parallelism)
+                d.update(imbalance=r.imbalance, measured_parallelism=r.measured_parallelism,
+                         input_imbalance=r.input_imbalance)
+            if r.key_skew is not None:
+                d["key_skew"] = r.key_skew.to_dict()
             return d
 
         d = {"query": self.query, "memory_mb": self.memory_mb, "source_rate": self.source_rate,
@@ -243,8 +274,10 @@ class SingleTaskMetrics:
     @classmethod
     def from_dict(cls, d: Mapping) -> "SingleTaskMetrics":
         def rates(o: Mapping) -> OperatorRates:
+            skew = o.get("key_skew")
             return OperatorRates(float(o["true_rate_per_task"]), float(o["input_ratio"]), bool(o.get("keyed", False)),
-                                 float(o.get("imbalance", 1.0)), int(o.get("measured_parallelism", 1)))
+                                 float(o.get("imbalance", 1.0)), int(o.get("measured_parallelism", 1)),
+                                 float(o.get("input_imbalance", 1.0)), KeySkew.from_dict(skew) if skew else None)
 
         return cls(d["query"], int(d["memory_mb"]), tuple((o["name"], rates(o)) for o in d["operators"]),
                    float(d.get("source_rate", 0.0)), d.get("max_parallelism"))
@@ -262,3 +295,26 @@ class Observation:
     memory_mb: float
     slots: int
     mst: float
+
+
+def key_skews(query: Query, runs) -> dict[str, KeySkew]:
+    """The key concentration of each keyed operator of ``query``, pooled over ``runs`` (measurements at
+    an MST, each with the job's max parallelism or None for Flink's default; model/keyskew.py). An
+    operator no run measured with two tasks or more is left out."""
+    from . import keyskew
+
+    out = {}
+    for name in sorted(query.keyed):
+        samples = []
+        for m, fixed in runs:
+            try:
+                om = m.operator(name)
+            except KeyError:
+                continue
+            if len(om.task_input) == om.parallelism > 1:
+                samples.append((om.task_input, keyskew.run_max_parallelism(om.parallelism, fixed),
+                                om.input_rate * max(0.0, m.end - m.start)))
+        skew = keyskew.estimate(samples)
+        if skew is not None:
+            out[name] = skew
+    return out

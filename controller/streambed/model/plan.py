@@ -53,6 +53,9 @@ class PlanEntry:
     model: dict | None = None
     """The model this entry solved when a checkpoint measured its memory beyond the testbed (explorer.model_for);
     None: the plan's ``model``."""
+    key_warning: str | None = None
+    """A keyed operator whose configuration a key the testbed could not see would hold below the rate
+    (policies/skew.hidden_key_capacity): what the plan cannot exclude, and what would."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -164,6 +167,9 @@ class Plan:
             unreachable = e.get("unreachable")
             if unreachable is not None and not isinstance(unreachable, str):
                 raise fail(f"{at}.unreachable", "text", unreachable)
+            key_warning = e.get("key_warning")
+            if key_warning is not None and not isinstance(key_warning, str):
+                raise fail(f"{at}.key_warning", "text", key_warning)
             entries.append(PlanEntry(memory, slots, number(f"{at}.predicted_mst", e.get("predicted_mst"), optional=True,
                                                           positive=False),
                                      config, number(f"{at}.bids2_rate", e.get("bids2_rate"), optional=True,
@@ -174,7 +180,7 @@ class Plan:
                                      number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False),
                                      integer(f"{at}.model_slots", e.get("model_slots"), optional=True),
                                      integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True),
-                                     entry_model(f"{at}.model", e.get("model"))))
+                                     entry_model(f"{at}.model", e.get("model")), key_warning))
         risk = number("risk", d.get("risk"), optional=True)
         return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk)
 

@@ -15,7 +15,13 @@ task blocks on its fullest channel):
   parallelisms; for the others, the measured ratio itself.
 
 So the busiest task's share is s_i(pi) = rho_i g(pi) (keyed, g the key-group share) or kappa_i / pi,
-and the capacity is o_i / (r_i s_i(pi)). Capacities grow with pi, so the best configuration is found
+and the capacity is o_i / (r_i s_i(pi)).
+
+Where the runs measured a keyed operator's per-task input records, the key part of its imbalance is
+not carried unchanged: the busiest task's share follows the key concentration those records show
+(model/keyskew.py: the excess over the key groups' share falls as 1/sqrt(pi), the mean as 1/pi, so
+the imbalance grows with pi), and only the rest, the tasks' speed, is carried, grown as the
+expected maximum of pi draws. Capacities grow with pi, so the best configuration is found
 exactly by bisection on the rate: a rate is feasible when the fewest tasks that sustain it, operator
 by operator, fit in the budget. The fewest tasks of a keyed operator land on key-group boundaries by
 construction; the spare slots go, one by one, to the operator with the least capacity.
@@ -27,6 +33,7 @@ import heapq
 import math
 
 from ..model import SingleTaskMetrics, check_slots, keygroups
+from ..model.keyskew import HOT_KEY_RATIO, KeySkew, max_z
 from ..model.measurement import OperatorRates
 from .base import Proposal
 
@@ -37,11 +44,50 @@ def residual_skew(rates: OperatorRates, fixed: int | None = None) -> float:
     return max(1.0, rates.imbalance / (p * keygroups.busiest_groups_share(p, fixed)))
 
 
+def speed_imbalance(rates: OperatorRates, parallelism: int) -> float:
+    """The part of the busiest task's excess that its input records do not explain (the tasks' speed:
+    noise, a slow host), grown from the measured parallelism as the expected maximum of as many draws."""
+    p0 = rates.measured_parallelism
+    if p0 <= 1:
+        return 1.0
+    excess = max(1.0, rates.imbalance / max(rates.input_imbalance, 1.0)) - 1.0
+    return 1.0 + excess * max_z(parallelism) / max_z(p0)
+
+
 def busiest_share(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
     """The share of the operator's input that its busiest task receives at ``parallelism``."""
     if rates.keyed:
+        if rates.key_skew is not None:
+            groups = keygroups.max_parallelism(parallelism, fixed)
+            return min(1.0, speed_imbalance(rates, parallelism) * rates.key_skew.busiest_share(parallelism, groups))
         return min(1.0, residual_skew(rates, fixed) * keygroups.busiest_groups_share(parallelism, fixed))
     return min(1.0, max(1.0, rates.imbalance) / parallelism)
+
+
+def hidden_key(rates: OperatorRates, fixed: int | None = None) -> float:
+    """The largest share of the input one key may carry without standing out in the run of the most tasks
+    measured (keyskew.hot_key's test): HOT_KEY_RATIO x the excess its key concentration explains at the
+    parallelism measured. 0 when the rates hold no key concentration or a hot key was seen."""
+    skew = rates.key_skew
+    if skew is None or skew.hottest > 0:
+        return 0.0
+    p0 = skew.tested_parallelism or rates.measured_parallelism
+    if p0 < 2:
+        return 0.0
+    m0 = skew.tested_max_parallelism or keygroups.max_parallelism(p0, fixed)
+    largest = math.ceil(m0 / p0) / m0
+    return min(1.0, HOT_KEY_RATIO * max(0.0, KeySkew(skew.concentration).busiest_share(p0, m0) - largest))
+
+
+def hidden_key_capacity(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
+    """The source rate ``parallelism`` tasks of a keyed operator would sustain if its hottest key carried
+    hidden_key's share: the measurements cannot exclude it (model/keyskew.py)."""
+    w = hidden_key(rates, fixed)
+    if w <= 0 or rates.input_ratio <= 0:
+        return math.inf
+    groups = keygroups.busiest_groups_share(parallelism, fixed)
+    share = max(busiest_share(rates, parallelism, fixed), speed_imbalance(rates, parallelism) * (w + (1 - w) * groups))
+    return rates.true_rate / (rates.input_ratio * min(1.0, share))
 
 
 def capacity(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
@@ -59,6 +105,8 @@ def fewest_tasks(rates: OperatorRates, rate: float, limit: int, fixed: int | Non
     if not rates.keyed:
         p = max(1, math.ceil(max(1.0, rates.imbalance) / allowed - 1e-9))
         return p if p <= limit else None
+    if rates.key_skew is not None:
+        return _fewest_by_search(rates, allowed, limit, fixed)
     share = allowed / residual_skew(rates, fixed)  # the largest key-group share the busiest task may own
     if share >= 1.0:
         return 1
@@ -72,6 +120,26 @@ def fewest_tasks(rates: OperatorRates, rate: float, limit: int, fixed: int | Non
         # Flink derives m from p (unless fixed): p must be a parallelism whose default is this m
         if p <= limit and (fixed is not None or keygroups.default_max_parallelism(p) == m):
             best = p if best is None else min(best, p)
+    return best
+
+
+def _fewest_by_search(rates: OperatorRates, allowed: float, limit: int, fixed: int | None) -> int | None:
+    """fewest_tasks for a share that follows the key concentration: per number of key groups m, the
+    parallelisms that run with m (all up to m when fixed; Flink's default otherwise) are searched by
+    bisection, the busiest share falling as tasks are added."""
+    ranges = [(1, fixed)] if fixed is not None else keygroups.default_ranges()
+    best = None
+    for lo, hi in ranges:
+        hi = min(hi, limit)
+        if lo > hi or busiest_share(rates, hi, fixed) > allowed:
+            continue
+        while hi - lo > 0:
+            mid = (lo + hi) // 2
+            if busiest_share(rates, mid, fixed) <= allowed:
+                hi = mid
+            else:
+                lo = mid + 1
+        best = lo if best is None else min(best, lo)
     return best
 
 

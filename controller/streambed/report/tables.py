@@ -24,6 +24,8 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
     for e in entries:
         if not e["slots"]:
             out.warn(f"{e['memory_mb']} MB per slot: {e.get('unreachable') or 'no budget reaches the rate'}")
+        elif e.get("key_warning"):
+            out.warn(f"{e['memory_mb']} MB per slot: {e['key_warning']}")
     if exploration:
         staged = [p for p in exploration["points"] if p.get("phase") == "checkpoint"]
         for p in staged:
