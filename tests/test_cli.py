@@ -83,8 +83,10 @@ def source_column(table_text: str) -> list[str]:
 
 
 def ledger_rows(campaign_dir: Path, sql: str) -> list[tuple]:
-    # read-write: a campaign killed mid-commit leaves a hot journal that only a writer can roll back
-    conn = sqlite3.connect(campaign_dir / 'ledger.sqlite', timeout=30)
+    # read-write: a campaign killed mid-commit leaves a hot journal that only a writer can roll back;
+    # never create: an empty file made here, between the campaign's mkdir and its own create, would be
+    # refused by the campaign as someone else's ledger (a CI failure: "ended after 0 steps", exit 2)
+    conn = sqlite3.connect(f"file:{campaign_dir / 'ledger.sqlite'}?mode=rw", uri=True, timeout=30)
     try:
         return conn.execute(sql).fetchall()
     finally:
