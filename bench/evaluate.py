@@ -203,7 +203,7 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
         if e.slots:
             own_e = gt.configuration_mst(Configuration.of(profile.query(), e.configuration, e.max_parallelism),
                                          e.memory_mb).mst
-        found = gt.min_slots(rate, e.memory_mb)
+        found = gt.least_slots(rate, e.memory_mb)
         true_min_e = found[0] if found else None
         memories[e.memory_mb] = {"planned": e.slots, "own_mst": own_e,
                                  "own_over_rate": own_e / rate if own_e is not None else None,

@@ -243,6 +243,37 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     assert efficiency(flat, 512, predict) is None  # no measurement of that memory
 
 
+def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level():
+    """pooled_decline: one slope along spread(P) for every memory, fitted on the measurements centred
+    per memory, so that one memory's noisy pair of budgets does not set its own decline; a memory
+    with one budget adds nothing. efficiency(decline=...) then lowers every memory by that slope."""
+    from streambed.explorer import efficiency, pooled_decline, spread
+
+    x4, x48 = spread(4), spread(48)
+    # two memories with the same true slope -0.02 at levels 0.95 and 0.80: the pooled slope is it
+    a = [(4, 0.95 - 0.02 * x4), (48, 0.95 - 0.02 * x48)]
+    b = [(4, 0.80 - 0.02 * x4), (48, 0.80 - 0.02 * x48)]
+    assert pooled_decline([a, b]) == pytest.approx(-0.02)
+    # opposite noisy slopes (q11 on the sim: 0.988 -> 0.933 at 4 GB, 0.951 -> 0.983 at 512 MB) partly cancel
+    q11 = pooled_decline([[(4, 0.988), (48, 0.933)], [(4, 0.951), (48, 0.983)]])
+    own = (0.933 - 0.988) / (x48 - x4)
+    assert own < q11 < 0
+    assert q11 == pytest.approx(((0.933 - 0.988) + (0.983 - 0.951)) / 2 / (x48 - x4))
+    # a single budget has no slope; none at all gives None (each memory then keeps its own)
+    assert pooled_decline([a, [(48, 0.5)]]) == pytest.approx(-0.02)
+    assert pooled_decline([[(48, 0.5)]]) is None
+
+    predict = lambda p: 1000.0 * p.configuration["A"]  # noqa: E731
+    steep = [_point(4, 1000.0 * 4, {"A": 4}), _point(48, 500.0 * 48, {"A": 48})]
+    eta_own, _, _ = efficiency(steep, 4096, predict)
+    eta_pooled, _, eta_top = efficiency(steep, 4096, predict, decline=-0.01)
+    assert eta_top == pytest.approx(0.5) and eta_pooled(48) == pytest.approx(0.5)
+    assert eta_pooled(2000) == pytest.approx(0.5 - 0.01 * (spread(2000) - x48))
+    assert eta_own(2000) < eta_pooled(2000)
+    # a rising pooled slope never raises eta beyond the largest budget
+    assert efficiency(steep, 4096, predict, decline=0.05)[0](2000) == pytest.approx(0.5)
+
+
 def test_a_slot_slope_per_memory_where_cross_validation_prefers_it():
     """select_features: a memory-bound query (small memories flat in P, 4 GB steep) gets the
     interaction; a query whose memory does not change a slot's worth keeps Eq. 6-8."""

@@ -99,3 +99,21 @@ def test_keyed_operators_stay_within_flinks_max_parallelism():
     tb.prepare(Budget(sum(too_many.values()), 4096))
     with pytest.raises(UserError, match="at most 32,768 tasks"):
         tb.start("q5", Configuration.of(profile.query(), too_many), 1e5)
+
+
+def test_least_slots_allows_the_key_groups_a_plan_may_set():
+    """A plan sets its own max parallelism, so the minimum it is judged by may too: with 32,768 key
+    groups a keyed operator's tasks balance better than under Flink's default rule, and the budget
+    found there really sustains the rate with its own configuration."""
+    gt = GroundTruth(load_profile("q11"), FAST)
+    rate = 3.0e6
+    default, _ = gt.min_slots(rate, 4096)
+    least, truth = gt.least_slots(rate, 4096)
+    assert least < default
+    assert truth.configuration.max_parallelism == 32768
+    assert gt.configuration_mst(truth.configuration, 4096).mst >= 0.998 * rate
+
+
+def test_least_slots_is_min_slots_without_keyed_operators():
+    gt = GroundTruth(load_profile("q1"), FAST)
+    assert gt.least_slots(1.0e7, 4096) == gt.min_slots(1.0e7, 4096)

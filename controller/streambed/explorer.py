@@ -351,6 +351,16 @@ class ResourceExplorer:
                     f"the largest run of D ({top.slots} slots)")
         return self.optimizer.single_task(memory_mb).with_key_skew(skews), "the single-task run"
 
+    def efficiency(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics
+                   ) -> tuple[Callable[[int], float], int, float] | None:
+        """``efficiency`` of one memory per slot, its decline pooled over every memory measured
+        (``pooled_decline``), each memory's budgets predicted with that memory's own plan metrics."""
+        policy = self.optimizer.policy
+        spans = [m for m in sorted({p.memory_mb for p in ex.points})  # a decline needs two budgets
+                 if len({p.slots for p in ex.points if p.memory_mb == m}) >= 2]
+        per_memory = [measured_etas(ex.points, m, predictor(policy, self.final_metrics(ex, m)[0])) for m in spans]
+        return efficiency(ex.points, memory_mb, predictor(policy, metrics), decline=pooled_decline(per_memory))
+
     def _configure(self, ex: Exploration, memory_mb: int, rate: float, solve: Solve, alternatives: dict,
                    model: Surrogate, fits: Sequence[Surrogate]) -> PlanEntry:
         """The plan's last pass for one memory per slot (section VI, "Model usage"): the policy's
@@ -359,7 +369,7 @@ class ResourceExplorer:
         the same with the job's max parallelism set (planned_max_parallelism)."""
         s, m, policy = self.settings, memory_mb, self.optimizer.policy
         metrics, origin = self.final_metrics(ex, m)
-        eff = efficiency(ex.points, m, predictor(policy, metrics))
+        eff = self.efficiency(ex, m, metrics)
         slots, max_parallelism = solve.slots, None
         if eff is not None:
             eta, top, eta_top = eff
@@ -487,7 +497,7 @@ class ResourceExplorer:
         section VI's "Model usage" read backwards. The model at that budget (the trusted limit at most,
         trusted_slots) over the safety factor, or its risk bound, and no more than that budget's own
         configuration reaches at the efficiency the testbed measured (the plan's last pass)."""
-        s, query, policy = self.settings, self.optimizer.query, self.optimizer.policy
+        s, query = self.settings, self.optimizer.query
         model, obs, _ = self.model_for(ex, memory_mb)
         limit, _ = trusted_slots(model, memory_mb, max(o.slots for o in obs), s)
         n = min(slots, limit)
@@ -499,7 +509,7 @@ class ResourceExplorer:
         else:
             bound = float(model.predict(memory_mb, n)) / s.safety
         metrics, _ = self.final_metrics(ex, memory_mb)
-        eff = efficiency(ex.points, memory_mb, predictor(policy, metrics))
+        eff = self.efficiency(ex, memory_mb, metrics)
         if eff is not None:
             reach = self._configured(metrics, n)[0].predicted_rate
             bound = min(bound, eff[0](n) * reach / (1.0 if s.risk is not None else s.safety))
@@ -634,27 +644,55 @@ def spread(slots: int) -> float:
     return max_z(max(int(slots), 1))
 
 
-def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
-               ) -> tuple[Callable[[int], float], int, float] | None:
-    """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
-    ``predict(point)`` (the policy's capacities with the plan's metrics) at each budget measured
-    with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
-    further along eta = alpha + beta ln P where the measurements decline with P (never raised). Between
-    the two largest budgets (the testbed's and a checkpoint's, far beyond it), eta runs linearly in ln P
-    from one's lowest to the other's. Returns (eta, the largest budget measured, its eta), or None
-    without measurements of that memory."""
+def measured_etas(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
+                  ) -> list[tuple[int, float]]:
+    """(slots, eta) of every budget measured with ``memory_mb``: its MST over ``predict(point)``, at most 1."""
     etas = []
     for p in points:
         if p.memory_mb == memory_mb and p.mst > 0 and p.configuration:
             lam = predict(p)
             if lam > 0 and math.isfinite(lam):
                 etas.append((p.slots, min(1.0, p.mst / lam)))
+    return etas
+
+
+def pooled_decline(per_memory: Sequence[Sequence[tuple[int, float]]]) -> float | None:
+    """The slope of eta along spread(P), one for every memory, each memory keeping its own level
+    (least squares on the measurements centred per memory); None where no memory has two budgets.
+    The decline is the lag of the slowest of P tasks, a property of the query's parallelism, not of
+    its memory; fitted on one memory's two budgets it follows that memory's noise: q11 on the sim
+    read eta 0.988 at 4 slots and 0.933 at 48 at 4 GB, 0.951 and 0.983 at 512 MB, and the 4 GB
+    decline over-provisioned it 1.26-1.30 x at 3-25 x (docs/evaluation.md, section A)."""
+    num = den = 0.0
+    for etas in per_memory:
+        if len({s for s, _ in etas}) < 2:
+            continue
+        x = np.array([spread(s) for s, _ in etas])
+        y = np.array([e for _, e in etas])
+        num += float((x - x.mean()) @ (y - y.mean()))
+        den += float((x - x.mean()) @ (x - x.mean()))
+    return num / den if den > 0 else None
+
+
+def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float],
+               decline: float | None = None) -> tuple[Callable[[int], float], int, float] | None:
+    """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
+    ``predict(point)`` (the policy's capacities with the plan's metrics) at each budget measured
+    with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
+    further along spread(P) by ``decline`` (pooled_decline: one slope for every memory) or, without
+    it, by this memory's own slope, where the measurements decline with P (never raised). Between
+    the two largest budgets (the testbed's and a checkpoint's, far beyond it), eta runs linearly in
+    spread(P) from one's lowest to the other's. Returns (eta, the largest budget measured, its eta),
+    or None without measurements of that memory."""
+    etas = measured_etas(points, memory_mb, predict)
     if not etas:
         return None
     top = max(s for s, _ in etas)
     eta_top = min(e for s, e in etas if s == top)
     slope = 0.0
-    if len({s for s, _ in etas}) >= 2:
+    if decline is not None:
+        slope = decline
+    elif len({s for s, _ in etas}) >= 2:
         x = np.array([spread(s) for s, _ in etas])
         y = np.array([e for _, e in etas])
         slope = float(np.polyfit(x, y, 1)[0])

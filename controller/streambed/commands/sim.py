@@ -39,7 +39,7 @@ def register(sub) -> None:
     output_options(sp)
     sp.set_defaults(func=cmd_sim_truth)
 
-    sp = simsub.add_parser("min-slots", help="smallest slot count that sustains a rate")
+    sp = simsub.add_parser("min-slots", help="smallest slot count that sustains a rate (over Flink's default key groups and the most it allows)")
     sp.add_argument("--profile", required=True)
     sp.add_argument("--rate", required=True, type=rate, help="events/s, e.g. 2.5e6")
     sp.add_argument("--memory", required=True, type=memory_mb, help="MB per slot")
@@ -142,7 +142,7 @@ def cmd_sim_truth(args, out: Output) -> None:
 def cmd_sim_min_slots(args, out: Output) -> None:
     gt = _ground_truth(args)
     with out.progress(f"smallest budget of {args.profile} for {args.rate:,.0f} events/s at {args.memory} MB"):
-        found = gt.min_slots(args.rate, args.memory)
+        found = gt.least_slots(args.rate, args.memory)
     if found is None:
         out.info(f"[red]{args.profile} cannot sustain {args.rate:,.0f} events/s with {gt.settings.max_slots} slots "
                  f"of {args.memory} MB or fewer[/red]")
@@ -152,7 +152,8 @@ def cmd_sim_min_slots(args, out: Output) -> None:
     slots, truth = found
     out.table(f"Smallest budget: {args.profile} at {args.rate:,.0f} events/s, {args.memory} MB per slot",
               ("quantity", "value"),
-              [("slots", slots), ("MST at that budget, events/s", truth.mst), ("bottleneck", truth.bottleneck)]
+              [("slots", slots), ("MST at that budget, events/s", truth.mst), ("bottleneck", truth.bottleneck),
+               ("max parallelism", truth.configuration.max_parallelism or "Flink's default")]
               + [(f"parallelism {op}", p) for op, p in truth.configuration.parallelism])
     out.result({"profile": args.profile, "rate": args.rate, "memory_mb": args.memory, "slots": slots,
                 "reachable": True, "truth": truth.to_dict()})
