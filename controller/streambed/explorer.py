@@ -351,7 +351,7 @@ class ResourceExplorer:
                     f"the largest run of D ({top.slots} slots)")
         return self.optimizer.single_task(memory_mb).with_key_skew(skews), "the single-task run"
 
-    def efficiency(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics
+    def memory_efficiency(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics
                    ) -> tuple[Callable[[int], float], int, float] | None:
         """``efficiency`` of one memory per slot, its decline pooled over every memory measured
         (``pooled_decline``), each memory's budgets predicted with that memory's own plan metrics."""
@@ -369,7 +369,7 @@ class ResourceExplorer:
         the same with the job's max parallelism set (planned_max_parallelism)."""
         s, m, policy = self.settings, memory_mb, self.optimizer.policy
         metrics, origin = self.final_metrics(ex, m)
-        eff = self.efficiency(ex, m, metrics)
+        eff = self.memory_efficiency(ex, m, metrics)
         slots, max_parallelism = solve.slots, None
         if eff is not None:
             eta, top, eta_top = eff
@@ -509,7 +509,7 @@ class ResourceExplorer:
         else:
             bound = float(model.predict(memory_mb, n)) / s.safety
         metrics, _ = self.final_metrics(ex, memory_mb)
-        eff = self.efficiency(ex, memory_mb, metrics)
+        eff = self.memory_efficiency(ex, memory_mb, metrics)
         if eff is not None:
             reach = self._configured(metrics, n)[0].predicted_rate
             bound = min(bound, eff[0](n) * reach / (1.0 if s.risk is not None else s.safety))
