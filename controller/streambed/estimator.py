@@ -9,7 +9,10 @@
    0.2 % of the offer (the sim's truth uses the same share). Without it a job that stalls now and then
    (straggling window firings) reads as sustaining rates where its pending records grow for ever:
    q8 at 12 slots read 2.62 M events/s against a steady-state 1.80 M (bench/estimator_accuracy.py).
-   Timings without a steady observation (quick) keep the paper's rule alone. While no upper bound
+   Timings without a steady observation (quick) keep the paper's rule alone. Inside the job, nothing
+   may pile up either (the paper's definition of the MST): a window in which a busy operator took in
+   less than 97 % of what its inputs sent it fails, though the buffers in front of it kept the
+   source from seeing it yet (queued_share). While no upper bound
    is known the rate doubles (as the paper's artifact does); then the next rate is the midpoint. The
    search stops when the next rate is within the sensibility (1 %) of the last, or after a maximum
    number of iterations.
@@ -36,7 +39,7 @@ from typing import Callable, ContextManager, Protocol
 
 from .errors import TestbedError, TestbedUnreachable, UserError
 from .ledger import Ledger
-from .model import Budget, Configuration, Measurement
+from .model import Budget, Configuration, Measurement, Query, queued_share
 from .testbed.base import Run, Testbed
 
 
@@ -74,6 +77,11 @@ class Timing:
     0: no steady-state test, the paper's rule alone."""
     flat_shortfall: float = 1e-4
     """A window whose source fell behind by at most this share of its offer is flat: sustained at once."""
+    max_queued: float = 0.03
+    """A window in which a busy operator took in less than 1 - this share of what its inputs sent it is
+    not sustained (queued_share): records piled up in the buffers in front of it, which hold them for
+    seconds before the source sees any. Above the 1-2.4 % by which the counters of a keeping-up edge
+    differ on 0.12-core slots (docs/flink-testbed.md)."""
     growth: float = 2.0  # PAPER_GROWTH
     """While the search has no upper bound the rate grows by this factor, and while it has no lower bound
     it shrinks by it (next_rate); 2: the paper's dichotomy, which halves towards 0."""
@@ -200,14 +208,18 @@ def recovered(trickle: Measurement, threshold: float) -> bool:
     return trickle.sustained(threshold) and busiest < RECOVERED_BUSY
 
 
-def verdict(m: Measurement, timing: Timing) -> bool | None:
+def verdict(m: Measurement, timing: Timing, query: Query | None = None) -> bool | None:
     """Whether an observation at one rate sustained it: True, False, or None to observe longer.
 
     The paper's test first (section IV: achieved >= threshold x target, and never a window the source
-    capped); then steady state, judged on pending records as the paper's validation judges a
-    deployment: a flat observation passes at once, one whose source fell behind is observed until
-    ``steady_observe_s`` and then must keep the shortfall within 1 - steady_threshold."""
+    capped), with its definition of the MST read inside the job too: nothing piles up in front of an
+    operator of ``query`` (queued_share within ``max_queued``); then steady state, judged on pending
+    records as the paper's validation judges a deployment: a flat observation passes at once, one
+    whose source fell behind is observed until ``steady_observe_s`` and then must keep the shortfall
+    within 1 - steady_threshold."""
     if m.source_saturated or not m.sustained(timing.threshold):
+        return False
+    if query is not None and queued_share(m, query) > timing.max_queued:
         return False
     if timing.steady_observe_s <= 0 or m.shortfall <= timing.flat_shortfall:
         return True
@@ -329,7 +341,7 @@ class CapacityEstimator:
                 m = Measurement.from_dict(rec["measurement"])
                 est.testbed_seconds += rec["testbed_seconds"]
                 j = 0
-                while (success := verdict(m, t)) is None:
+                while (success := verdict(m, t, job.graph)) is None:
                     # the source fell behind a little: steady state or a slow overload? observe longer
                     more = self._step(job, f"{key}/w{i}/more{j}", lambda r=rate: job.observe_more(r))
                     m = m.then(Measurement.from_dict(more["measurement"]))
@@ -397,7 +409,8 @@ class _Job:
         # A rate is judged once the windows hold only its records: before, they still hold the
         # cooldown's few, and firing them costs less than the steady state (on this machine q5's
         # 10 s windows read 19,890 events/s after 3 s, 11,776 after 12 s; docs/planner.md).
-        self.ramp_s = max(est.timing.ramp_s, est.testbed.query(query).state_span_s)
+        self.graph = est.testbed.query(query)
+        self.ramp_s = max(est.timing.ramp_s, self.graph.state_span_s)
 
     def _ensure_warm(self) -> Run:
         tb, t = self.est.testbed, self.est.timing

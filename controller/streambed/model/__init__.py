@@ -10,7 +10,8 @@
 * :mod:`.keygroups`: Flink's key-group rule for keyed operators.
 """
 
-from .measurement import BUSYNESS_FLOOR, Measurement, Observation, OperatorMetrics, OperatorRates, SingleTaskMetrics
+from .measurement import (BUSYNESS_FLOOR, Measurement, Observation, OperatorMetrics, OperatorRates, SingleTaskMetrics,
+                          queued_share)
 from .plan import FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, Plan, PlanEntry, family_spread
 from .query import SOURCE, Budget, Configuration, Query, check_slots, state_span
 from .surrogate import FAMILIES, Features, Surrogate, check_family
@@ -18,4 +19,5 @@ from .testbed import TestbedInfo
 
 __all__ = ["BUSYNESS_FLOOR", "FAMILIES", "FAMILY_SPREAD_LIMIT", "MAX_PLAN_SLOTS", "SOURCE", "Budget", "Configuration", "Features",
            "Measurement", "Observation", "OperatorMetrics", "OperatorRates", "Plan", "PlanEntry", "Query",
-           "SingleTaskMetrics", "Surrogate", "TestbedInfo", "check_family", "check_slots", "family_spread", "state_span"]
+           "SingleTaskMetrics", "Surrogate", "TestbedInfo", "check_family", "check_slots", "family_spread", "queued_share",
+           "state_span"]
