@@ -61,6 +61,18 @@ def test_a_window_is_counter_differences_per_operator():
     assert m.pending_slope == pytest.approx(100)
 
 
+def test_what_each_operator_is_offered_follows_the_jobs_edges():
+    edges = JobVertices(Q.operators, Q.sources, inputs=(("source",), ("Calc#1",)))
+    # the sink's task took in 600 of the 900 records/s the Calc tasks emitted
+    m = window_measurement(series(records_in={("src", "0"): counter(0), ("calc", "0"): counter(450),
+                                              ("calc", "1"): counter(450), ("sink", "0"): counter(600)}),
+                           edges, job="job1", t0=T0, t1=T1, target_rate=1000.0, sample_period=1.0)
+    calc, sink = m.operators
+    assert calc.offered_rate == pytest.approx(900)  # the source's achieved rate
+    assert sink.offered_rate == pytest.approx(900) and sink.input_rate == pytest.approx(600)
+    assert all(o.offered_rate is None for o in measure(series()).operators)  # a plan without edges
+
+
 def test_tasks_are_ordered_by_subtask_number_and_busyness_is_clamped():
     busy = {("src", "0"): counter(950), ("calc", "2"): counter(700), ("calc", "10"): counter(-5),
             ("sink", "0"): counter(1200)}

@@ -19,6 +19,21 @@ def test_operator_metrics_group_tasks_by_operator():
     assert b.task_busyness == (0.2, 0.9)
 
 
+def test_what_an_operator_is_offered_is_what_its_inputs_passed_on_along_their_edges():
+    ops = window.operator_metrics(["a", "b", "j", "x"], [1, 1, 1, 1], busy=np.zeros(4), backpressured=np.zeros(4),
+                                  records_in=np.array([100.0, 50.0, 60.0, 5.0]),
+                                  records_out=np.array([50.0, 40.0, 0.0, 0.0]))
+    # Flink: every consumer gets all its upstream emits (share 1); a join sums its inputs
+    a, b, j, x = window.with_offered(ops, {"a": [("source", 1.0)], "b": [("a", 1.0)], "j": [("a", 1.0), ("b", 1.0)]},
+                                     {o.operator: o.output_rate for o in ops}, source_rate=120.0)
+    assert (a.offered_rate, b.offered_rate, j.offered_rate) == (120.0, 50.0, 90.0)
+    assert x.offered_rate is None  # no edges known: not judged
+    # the sim: an edge's selectivity per record its upstream processed
+    _, b, j, _ = window.with_offered(ops, {"b": [("a", 0.5)], "j": [("a", 0.1), ("b", 1.0)]},
+                                     {o.operator: o.input_rate for o in ops}, source_rate=120.0)
+    assert (b.offered_rate, j.offered_rate) == (50.0, 60.0)
+
+
 def test_slope_and_variation():
     assert window.slope([0, 1, 2, 3], [5, 7, 9, 11]) == pytest.approx(2.0)
     assert window.slope([1], [5]) == 0.0

@@ -91,6 +91,9 @@ class JobVertices:
     """(operator name, vertex id), in topological order: the order of the Measurement's operators."""
     sources: tuple[str, ...]
     """Vertex ids of the sources: they emit the achieved rate and are not operators of the budget."""
+    inputs: tuple[tuple[str, ...], ...] = ()
+    """Per operator (same order), the operators it reads (SOURCE for a source), as the job's plan has
+    its edges: what they emit is what it is offered (window.with_offered). Empty: not known."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,10 @@ def window_measurement(series: WindowSeries, vertices: JobVertices, *, job: str,
     ops_metrics = window.operator_metrics(names, parallelism, np.array(b_all), np.array(bp_all),
                                           np.array(in_all), np.array(out_all))
     achieved = emitted / (end - start) if end > start else 0.0
+    if vertices.inputs:
+        ops_metrics = window.with_offered(
+            ops_metrics, {name: [(up, 1.0) for up in ups] for (name, _), ups in zip(vertices.operators, vertices.inputs)},
+            {om.operator: om.output_rate for om in ops_metrics}, achieved)
     # Pending records at every 5-s mark and at the window's end: a window shorter than 5 s, or
     # one that ends between marks, still has its pending records at its end and their slope.
     pending_times = [*times, end] if not len(times) or times[-1] < end - 1e-6 else list(times)

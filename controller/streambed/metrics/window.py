@@ -10,11 +10,12 @@ by its most loaded task.
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import replace
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..model import Measurement, OperatorMetrics
+from ..model import SOURCE, Measurement, OperatorMetrics
 
 
 def operator_metrics(names: Sequence[str], parallelism: Sequence[int], busy: np.ndarray, backpressured: np.ndarray,
@@ -41,6 +42,18 @@ def operator_metrics(names: Sequence[str], parallelism: Sequence[int], busy: np.
         ))
         start += p
     return tuple(out)
+
+
+def with_offered(ops: Sequence[OperatorMetrics], inputs: Mapping[str, Sequence[tuple[str, float]]],
+                 passed: Mapping[str, float], source_rate: float) -> tuple[OperatorMetrics, ...]:
+    """``ops`` with what their inputs sent them over the window (OperatorMetrics.offered_rate):
+    for each edge (upstream, share) into an operator, share x the records/s the upstream passed on
+    (``passed``, by operator name; the source's ``source_rate``, its achieved rate). In Flink every
+    consumer of a vertex gets all it emits (share 1 of its numRecordsOut); the sim's edges carry a
+    selectivity per record its upstream processed. An operator absent from ``inputs`` keeps None."""
+    rates = {**passed, SOURCE: source_rate}
+    return tuple(replace(om, offered_rate=sum(share * rates.get(up, 0.0) for up, share in inputs[om.operator]))
+                 if inputs.get(om.operator) else om for om in ops)
 
 
 def slope(times: Sequence[float], values: Sequence[float]) -> float:

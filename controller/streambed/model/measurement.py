@@ -14,7 +14,7 @@ from typing import Mapping
 
 from ..errors import UserError
 from .keyskew import KeySkew
-from .query import SOURCE, Query
+from .query import Query
 
 BUSYNESS_FLOOR = 0.01
 """Lowest busyness used to compute a true rate: below it the measurement says little."""
@@ -40,6 +40,10 @@ class OperatorMetrics:
     """Records per second into each task: they follow the keys alone (not the tasks' speed), so a
     keyed operator's key concentration is read from them (model/keyskew.py); empty where a ledger
     predates them."""
+    offered_rate: float | None = None
+    """Records per second its inputs sent it (metrics/window.with_offered); what it did not take in
+    piled up in the buffers in front of it (queued_share). None where the testbed or an older
+    ledger does not say."""
 
     def to_dict(self) -> dict:
         return {
@@ -52,6 +56,7 @@ class OperatorMetrics:
             "backpressure": self.backpressure,
             "task_busyness": list(self.task_busyness),
             "task_input": list(self.task_input),
+            "offered_rate": self.offered_rate,
         }
 
     @classmethod
@@ -66,6 +71,7 @@ class OperatorMetrics:
             backpressure=float(d["backpressure"]),
             task_busyness=tuple(float(x) for x in d.get("task_busyness", ())),
             task_input=tuple(float(x) for x in d.get("task_input", ())),
+            offered_rate=None if d.get("offered_rate") is None else float(d["offered_rate"]),
         )
 
 
@@ -122,7 +128,9 @@ class Measurement:
                 om, input_rate=mean(om.input_rate, lo.input_rate), output_rate=mean(om.output_rate, lo.output_rate),
                 busyness=mean(om.busyness, lo.busyness), backpressure=mean(om.backpressure, lo.backpressure),
                 busyness_max=max(tasks) if tasks else mean(om.busyness_max, lo.busyness_max), task_busyness=tasks,
-                task_input=tuple(mean(x, y) for x, y in zip(om.task_input, lo.task_input))))
+                task_input=tuple(mean(x, y) for x, y in zip(om.task_input, lo.task_input)),
+                offered_rate=None if om.offered_rate is None or lo.offered_rate is None
+                else mean(om.offered_rate, lo.offered_rate)))
         return Measurement(
             target_rate=mean(self.target_rate, later.target_rate),
             achieved_rate=mean(self.achieved_rate, later.achieved_rate),
@@ -176,26 +184,21 @@ below it a short intake is the counters' timing, not a queue (on 0.12-core slots
 3.8 % short of its upstream's output, docs/flink-testbed.md)."""
 
 
-def queued_share(m: Measurement, query: Query) -> float:
+def queued_share(m: Measurement) -> float:
     """The largest share of what its inputs sent an operator during the window that piled up in front
-    of it instead: (sent - taken in) / sent, over the operators whose busiest task was busy (QUEUED_BUSY).
+    of it instead: (offered - taken in) / offered, over the operators whose busiest task was busy
+    (QUEUED_BUSY) and whose offer the testbed measured (OperatorMetrics.offered_rate).
 
     The paper's MST admits "no piling up of unprocessed records between the Source operator and the
     rest of the job" (section IV). The source's pending records show a pile-up only once the buffers
     between the source and the slow operator are full; until then those buffers take it in. On 0.12-core
     slots they took a 5-30 % shortfall of q11's window aggregate for a whole 6-s window, with the
-    aggregate busy and the source keeping up (docs/flink-testbed.md). What an operator is sent is
-    its inputs' output (every consumer of an operator gets all its records), the source's being the
-    achieved rate. 0 where no operator was busy or nothing was sent."""
-    out = {om.operator: om.output_rate for om in m.operators}
-    out[SOURCE] = m.achieved_rate
+    aggregate busy and the source keeping up (docs/flink-testbed.md). 0 where no operator was busy
+    or nothing was offered."""
     worst = 0.0
     for om in m.operators:
-        if om.busyness_max < QUEUED_BUSY or om.operator not in query.operators:
-            continue
-        sent = sum(out.get(up, 0.0) for up in query.inputs(om.operator))
-        if sent > 0:
-            worst = max(worst, (sent - om.input_rate) / sent)
+        if om.busyness_max >= QUEUED_BUSY and om.offered_rate:
+            worst = max(worst, (om.offered_rate - om.input_rate) / om.offered_rate)
     return worst
 
 

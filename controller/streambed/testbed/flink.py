@@ -436,7 +436,8 @@ class FlinkTestbed:
         state = self._state(run)
         if state["vertices"] is None:
             ops, sources = plan_operators(self._rest("get", f"/jobs/{run.id}/plan").json()["plan"]["nodes"])
-            state["vertices"] = JobVertices(tuple((name, vertex) for name, vertex, _ in ops), tuple(sources))
+            state["vertices"] = JobVertices(tuple((name, vertex) for name, vertex, _ in ops), tuple(sources),
+                                            tuple(tuple(ups) for _, _, ups in ops))
         return state["vertices"]
 
     def _state(self, run: Run) -> dict:

@@ -139,6 +139,10 @@ class SimTestbed:
         rin = np.mean(s.records_in[idx], axis=0)
         rout = np.mean(s.records_out[idx], axis=0)
         ops = window.operator_metrics(eng.op_names, eng.parallelism, busy, bp, rin, rout)
+        # an edge carries its selectivity per record its upstream processed (SimProfile.input_ratios)
+        ops = window.with_offered(
+            ops, {op.name: [(i.source, i.selectivity) for i in op.inputs] for op in self.profile.operators},
+            {om.operator: om.input_rate for om in ops}, (eng.emitted_total - e0) / max(eng.time - t0, 1e-9))
         return window.measurement(
             start=t0, end=eng.time, target_rate=eng.target_rate,
             # the rate is constant over the window: its offer is exact, free of summation noise
