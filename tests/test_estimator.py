@@ -412,6 +412,10 @@ def test_a_window_whose_records_pile_up_inside_the_job_is_not_sustained():
     assert verdict(queued, replace(t, max_queued=0.15)) is True
     kept_up = replace(queued, operators=(op("a", 1000, 1000, 0.1), op("b", 100, 98, 1.0)))
     assert verdict(kept_up, t) is True  # within the counters' 3 %
+    # a query whose windows span 12 s: a pile-up in a 6-s window may be a firing it catches up on
+    assert verdict(queued, t, span_s=12) is None  # observe longer
+    assert verdict(replace(queued, end=12), t, span_s=12) is False  # and it stayed: not sustained
+    assert verdict(kept_up, t, span_s=12) is True
 
 
 class BufferingTestbed(SimTestbed):

@@ -527,3 +527,13 @@ def test_doc_examples_load(tmp_path):
     # and the same through the file loader
     for i, e in enumerate(examples):
         load_profile(write(tmp_path, f"ex{i}.yaml", yaml.safe_dump(e)))
+
+
+def test_each_edge_carries_its_share_of_what_its_upstream_counts_out():
+    """The engine counts an operator's records out at its largest out-edge selectivity; an edge of
+    selectivity s then carries s / that of them (the memory-join probe: Calc#1 feeds its aggregate
+    at 0.5 and its join at 0.1)."""
+    shares = load_profile(str(Path(__file__).resolve().parent.parent / "bench" / "profiles" / "probe-memory-join.yaml")).edge_shares()
+    assert shares["Calc#1"] == [("source", 1.0)]
+    assert shares["GroupAggregate#2"] == [("Calc#1", 1.0)]
+    assert shares["Join#4"] == [("Calc#3", 1.0), ("Calc#1", pytest.approx(0.2))]

@@ -191,6 +191,19 @@ class SimProfile:
                 return op
         raise KeyError(name)
 
+    def edge_shares(self) -> dict[str, list[tuple[str, float]]]:
+        """Per operator, its inputs and the share of each input's counted output the edge carries
+        (metrics/window.with_offered). The engine counts an operator's records out at its largest
+        out-edge selectivity (numRecordsOut counts a record once), so an edge of selectivity s
+        carries s / that largest of them; an edge from the source carries s of the events emitted."""
+        largest: dict[str, float] = {}
+        for op in self.operators:
+            for i in op.inputs:
+                largest[i.source] = max(largest.get(i.source, 0.0), i.selectivity)
+        return {op.name: [(i.source, i.selectivity if i.source == SOURCE or largest[i.source] <= 0
+                           else i.selectivity / largest[i.source]) for i in op.inputs]
+                for op in self.operators}
+
     def input_ratios(self) -> dict[str, float]:
         """Records into each operator per source event (the r_i of BIDS2, Table I), from selectivities."""
         out_ratio: dict[str, float] = {SOURCE: 1.0}

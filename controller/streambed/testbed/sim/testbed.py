@@ -54,6 +54,7 @@ class SimTestbed:
         self.settings = settings or SimSettings()
         check_slots(self.settings.max_slots, len(profile.operators), query=profile.name, field="max slots")
         self._query = profile.query()
+        self._edge_shares = profile.edge_shares()
         self._streams = keyed_streams(profile)
         self._fixed_streams: dict[int, dict] = {}
         self._analytic: dict[int, AnalyticCapacityModel] = {}
@@ -139,10 +140,8 @@ class SimTestbed:
         rin = np.mean(s.records_in[idx], axis=0)
         rout = np.mean(s.records_out[idx], axis=0)
         ops = window.operator_metrics(eng.op_names, eng.parallelism, busy, bp, rin, rout)
-        # an edge carries its selectivity per record its upstream processed (SimProfile.input_ratios)
-        ops = window.with_offered(
-            ops, {op.name: [(i.source, i.selectivity) for i in op.inputs] for op in self.profile.operators},
-            {om.operator: om.input_rate for om in ops}, (eng.emitted_total - e0) / max(eng.time - t0, 1e-9))
+        ops = window.with_offered(ops, self._edge_shares, {om.operator: om.output_rate for om in ops},
+                                  (eng.emitted_total - e0) / max(eng.time - t0, 1e-9))
         return window.measurement(
             start=t0, end=eng.time, target_rate=eng.target_rate,
             # the rate is constant over the window: its offer is exact, free of summation noise
