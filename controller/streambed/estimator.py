@@ -215,7 +215,7 @@ def verdict(m: Measurement, timing: Timing, span_s: float = 0.0) -> bool | None:
     capped), with its definition of the MST read inside the job too: nothing piles up in front of an
     operator (queued_share within ``max_queued``), judged over at least the query's state span
     ``span_s`` (a window operator stops taking input while it fires and catches up before its next
-    firing: on the sim, q8's join read 5-6 % short in 6-s windows that its steady state sustains);
+    firing: on the sim, q8's join read 5-6 % short in the 6-s windows that caught its firings);
     then steady state, judged on pending
     records as the paper's validation judges a deployment: a flat observation passes at once, one
     whose source fell behind is observed until ``steady_observe_s`` and then must keep the shortfall
