@@ -28,7 +28,7 @@ def test_what_an_operator_is_offered_is_what_its_inputs_passed_on_along_their_ed
                                      {o.operator: o.output_rate for o in ops}, source_rate=120.0)
     assert (a.offered_rate, b.offered_rate, j.offered_rate) == (120.0, 50.0, 90.0)
     assert x.offered_rate is None  # no edges known: not judged
-    # the sim: an edge's selectivity per record its upstream processed
+    # the sim: an edge carries a share of what its upstream counts out (SimProfile.edge_shares)
     _, b, j, _ = window.with_offered(ops, {"b": [("a", 0.5)], "j": [("a", 0.1), ("b", 1.0)]},
                                      {o.operator: o.input_rate for o in ops}, source_rate=120.0)
     assert (b.offered_rate, j.offered_rate) == (50.0, 60.0)

@@ -49,8 +49,9 @@ def with_offered(ops: Sequence[OperatorMetrics], inputs: Mapping[str, Sequence[t
     """``ops`` with what their inputs sent them over the window (OperatorMetrics.offered_rate):
     for each edge (upstream, share) into an operator, share x the records/s the upstream passed on
     (``passed``, by operator name; the source's ``source_rate``, its achieved rate). In Flink every
-    consumer of a vertex gets all it emits (share 1 of its numRecordsOut); the sim's edges carry a
-    selectivity per record its upstream processed. An operator absent from ``inputs`` keeps None."""
+    consumer of a vertex gets all it emits (share 1 of its numRecordsOut); a sim edge carries its
+    share of what its upstream counts out (SimProfile.edge_shares). An operator absent from
+    ``inputs`` keeps None."""
     rates = {**passed, SOURCE: source_rate}
     return tuple(replace(om, offered_rate=sum(share * rates.get(up, 0.0) for up, share in inputs[om.operator]))
                  if inputs.get(om.operator) else om for om in ops)
