@@ -131,6 +131,7 @@ BAD_INPUT = [
      ["--profile", "q5", "q1"]),
     ("timing-unknown", ["estimate", "--query", "q1", "--timing", "slow"], ["timing", "'slow'"]),
     ("plan-rate-zero", ["plan", "--query", "q1", "--rate", "0"], ["--rate"]),
+    ("plan-rate-multiple-zero", ["plan", "--query", "q1", "--rate-multiple", "0"], ["--rate-multiple", "'0'"]),
     ("plan-memory-not-offered", ["plan", "--query", "q1", "--rate", "1e9", "--profiles", "3000"], ["3000"]),
     ("optimize-too-few-slots", ["optimize", "--query", "q5", "--slots", "4"], ["--slots", "9"]),
     ("validate-nothing-to-validate", ["validate", "--query", "q1"], ["--plan", "--config"]),
@@ -563,6 +564,16 @@ def test_plan_writes_a_plan_its_files_and_resumes_from_the_ledger(tmp_path):
     again = json_result(streambed(*argv, "--resume", cwd=tmp_path, timeout=120))
     assert again["plan"] == plan
     assert again["ledger"]["executed"] == 0 and again["ledger"]["replayed"] == d["ledger"]["executed"]
+
+
+def test_plan_without_a_rate_targets_the_asked_multiple_of_the_largest_budgets_mst(tmp_path):
+    argv = ["plan", "--query", "paper-q11-linear", "--profiles", "4096", "--max-slots", "12", *QUICK,
+            "--rate-multiple", "2", "--campaign-dir", "m", "--json"]
+    d = json_result(streambed(*argv, cwd=tmp_path, timeout=120))
+    points = d["exploration"]["points"]
+    top = max(p["slots"] for p in points)
+    assert top == 12
+    assert d["plan"]["rate"] == pytest.approx(2 * max(p["mst"] for p in points if p["slots"] == top))
 
 
 def test_plan_with_a_checkpoint_measures_beyond_the_testbed_and_resumes_to_the_same_plan(tmp_path):

@@ -22,7 +22,7 @@ from ..errors import UserError
 from .base import Advance, Log, ignore, ledger_counts, open_ledger, testbed_of
 from .chain import assemble, silent
 from .explore import ExploreCampaign, point_line
-from .settings import PlanSettings
+from .settings import DEFAULT_RATE_MULTIPLE, PlanSettings
 
 
 @dataclass
@@ -38,10 +38,6 @@ class PlanOutcome:
                 "files": self.files}
 
 
-DEFAULT_RATE_MULTIPLE = 10.0
-"""Without a requested rate, plan for this multiple of the testbed's largest measured MST."""
-
-
 def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIPLE) -> float:
     """``multiple`` x the best MST measured at the testbed's largest budget."""
     top = max(p.slots for p in exploration.points)
@@ -52,15 +48,16 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
              timing: Timing, settings: ExplorerSettings, out_dir: Path, *, policy: str = DEFAULT_POLICY,
              log: Callable[[str], None] = silent,
              on_point: Callable[[ExplorationPoint], None] | None = None,
-             phases: Phases = NO_PHASES, checkpoint: Testbed | None = None) -> PlanOutcome:
+             phases: Phases = NO_PHASES, checkpoint: Testbed | None = None,
+             rate_multiple: float = DEFAULT_RATE_MULTIPLE) -> PlanOutcome:
     """The plan on a testbed already built (the evaluation builds its own). ``rate`` None: plan for
-    DEFAULT_RATE_MULTIPLE x the largest budget's measured MST. ``checkpoint``: a larger cluster (part
+    ``rate_multiple`` x the largest budget's measured MST. ``checkpoint``: a larger cluster (part
     of production) where disagreeing or unreachable plans get a staged measurement before the plan is
     made again (ResourceExplorer.checkpoint)."""
     chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log, phases=phases)
     estimator, optimizer, explorer = chain.estimator, chain.optimizer, chain.explorer
     exploration = explorer.explore(memories, on_point)
-    target = rate if rate is not None else default_rate(exploration)
+    target = rate if rate is not None else default_rate(exploration, rate_multiple)
     plan = explorer.plan(exploration, target, memories)
     estimators = [estimator]
     if checkpoint is not None:
@@ -104,7 +101,8 @@ class PlanCampaign(ExploreCampaign):
                  phases: Phases = NO_PHASES):
         super().__init__(settings, status=status, log=log, phases=phases)
         self.settings: PlanSettings = settings
-        rate = f"{settings.rate:,.0f} events/s" if settings.rate else "10x the testbed's largest MST (no --rate given)"
+        rate = (f"{settings.rate:,.0f} events/s" if settings.rate
+                else f"{settings.rate_multiple:g}x the testbed's largest MST (no --rate given)")
         self.title = f"planning {self.query.name} for {rate}"
         if settings.checkpoint_inventory is not None and not settings.checkpoint_slots:
             raise UserError("--checkpoint-inventory: names the cluster of --checkpoint-slots; give --checkpoint-slots too")
@@ -122,6 +120,8 @@ class PlanCampaign(ExploreCampaign):
             params["min_marginal"] = s.min_marginal
         if s.checkpoint_slots:
             params["checkpoint_slots"] = s.checkpoint_slots
+        if s.rate is None and s.rate_multiple != DEFAULT_RATE_MULTIPLE:
+            params["rate_multiple"] = s.rate_multiple
         return params
 
     def run(self, advance: Advance = ignore) -> dict:
@@ -130,7 +130,7 @@ class PlanCampaign(ExploreCampaign):
             outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, s.explorer(),
                                self.directory, policy=s.policy, log=self.log,
                                on_point=lambda p: advance(point_line(p)), phases=self.phases,
-                               checkpoint=self.checkpoint)
+                               checkpoint=self.checkpoint, rate_multiple=s.rate_multiple)
             data = outcome.to_dict()
             data["ledger"] = ledger_counts(ledger)
         # the campaign's page, once its ledger holds the result (streambed report writes it again)

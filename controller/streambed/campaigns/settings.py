@@ -20,6 +20,9 @@ from ..validation import ValidationSettings
 DEFAULT_MEMORY_MB = 4096
 """Memory per slot when a campaign on one budget is not given one: the paper's largest profile."""
 
+DEFAULT_RATE_MULTIPLE = 10.0
+"""Without a requested rate, a plan targets this multiple of the testbed's largest measured MST."""
+
 PRODUCTION_SLOTS = 100_000
 """Slots of the simulated production cluster a plan is validated on."""
 
@@ -130,7 +133,8 @@ class PlanSettings(ExploreSettings):
     """Exploration, then the plan for a target rate (section VI, "Model usage")."""
 
     rate: float | None = None
-    """Target events/s; None: DEFAULT_RATE_MULTIPLE x the largest budget's measured MST."""
+    """Target events/s; None: rate_multiple x the largest budget's measured MST."""
+    rate_multiple: float = DEFAULT_RATE_MULTIPLE
     safety: float = ExplorerSettings.safety
     max_extrapolation: float = ExplorerSettings.max_extrapolation
     min_marginal: float = ExplorerSettings.min_marginal

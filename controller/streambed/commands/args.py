@@ -24,6 +24,8 @@ MAX_RATE = 1e12
 MAX_COUNT = 10_000
 """Measurements or windows one command asks for."""
 MAX_SAFETY = 10.0
+MAX_MULTIPLE = 1e4
+"""Times a testbed's MST a default target may be: beyond any extrapolation a plan trusts."""
 
 
 def positive_number(text: str) -> float:
@@ -42,6 +44,18 @@ def rate(text: str) -> float:
     value = positive_number(text)
     if value > MAX_RATE:
         raise argparse.ArgumentTypeError(f"expected a rate of at most {MAX_RATE:g} events/s, got {text!r:.60}")
+    return value
+
+
+def multiple(text: str) -> float:
+    """A positive factor up to MAX_MULTIPLE, such as 2 or 10."""
+    try:
+        value = checks.number(text, minimum=0.0, text=True)
+    except checks.Invalid:
+        value = 0.0
+    if not 0.0 < value <= MAX_MULTIPLE:
+        raise argparse.ArgumentTypeError(f"expected a positive factor of at most {MAX_MULTIPLE:g} such as 2 or 10, "
+                                         f"got {text!r:.60}")
     return value
 
 

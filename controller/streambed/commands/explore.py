@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..campaigns.settings import ExploreSettings, PlanSettings
 from ..report.console import Output
-from .args import count, memory_list, rate, risk, safety, slots
+from .args import count, memory_list, multiple, rate, risk, safety, slots
 from .common import (campaign_options, campaign_settings, guard_options, input_options, logs, output_options,
                      planner_options, run)
 
@@ -32,7 +32,10 @@ def register(sub) -> None:
     sp = sub.add_parser("plan", help="plan the budget and configuration for a target rate")
     _explorer_options(sp)
     sp.add_argument("--rate", type=rate,
-                    help="target events/s, e.g. 2.5e6 (default: 10x the MST measured on the testbed's largest budget)")
+                    help="target events/s, e.g. 2.5e6 (default: --rate-multiple x the MST measured on the testbed's "
+                         "largest budget)")
+    sp.add_argument("--rate-multiple", type=multiple, default=PlanSettings.rate_multiple,
+                    help="without --rate, plan for this many times the MST measured on the testbed's largest budget")
     sp.add_argument("--safety", type=safety, default=PlanSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
     sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
@@ -71,7 +74,7 @@ def cmd_plan(args, out: Output) -> None:
     from ..campaigns.plan import PlanCampaign
     from ..report.tables import plan_tables
 
-    settings = _settings(PlanSettings, args, rate=args.rate, safety=args.safety,
+    settings = _settings(PlanSettings, args, rate=args.rate, rate_multiple=args.rate_multiple, safety=args.safety,
                          max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal, risk=args.risk,
                          checkpoint_slots=args.checkpoint_slots, checkpoint_inventory=args.checkpoint_inventory)
     data = run(PlanCampaign(settings, **logs(args, out)), out)
