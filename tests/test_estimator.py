@@ -8,8 +8,8 @@ import pytest
 from streambed.errors import JobRestarted, TestbedUnreachable
 from dataclasses import replace
 
-from streambed.estimator import (MAX_GROWTH_WINDOWS, TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
-                                 iteration_budget, next_rate, recovered, verdict, warmup_settled)
+from streambed.estimator import (MAX_GROWTH_WINDOWS, PAPER_GROWTH, TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
+                                 headroom, iteration_budget, next_rate, recovered, verdict, warmup_settled)
 from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement, OperatorMetrics, queued_share
@@ -60,6 +60,11 @@ def test_next_rate_doubles_until_bounded_then_bisects():
     assert next_rate(150, 100, 200) == 150
     # the quick timing's bracket: x1.25 up while unbounded above, /1.25 down while unbounded below
     assert next_rate(100, 100, math.inf, 1.25) == 125
+    # a sustained window with room to spare: the step grows to it, at most the paper's doubling
+    assert next_rate(100, 100, math.inf, 1.25, room=1.6) == 160
+    assert next_rate(100, 100, math.inf, 1.25, room=5.0) == 200
+    assert next_rate(100, 100, math.inf, 1.25, room=1.1) == 125
+    assert next_rate(100, 100, 200, 1.25, room=5.0) == 150  # bounded: the midpoint whatever the room
     assert next_rate(100, 0, 100, 1.25) == 80
     assert next_rate(90, 80, 100, 1.25) == 90
     assert converged(100, 100.5, 0.01)
@@ -416,6 +421,9 @@ def test_a_window_whose_records_pile_up_inside_the_job_is_not_sustained():
     assert verdict(queued, t, span_s=12) is None  # observe longer
     assert verdict(replace(queued, end=12), t, span_s=12) is False  # and it stayed: not sustained
     assert verdict(kept_up, t, span_s=12) is True
+    # judged by how long the estimator observed: a Flink window of 12 s spans 11 s between its scrapes
+    short = replace(queued, end=11)
+    assert verdict(short, t, span_s=12) is None and verdict(short, t, span_s=12, observed_s=12) is False
 
 
 class BufferingTestbed(SimTestbed):
@@ -566,3 +574,10 @@ def test_a_warm_up_far_above_the_mst_shrinks_by_a_quarter_until_one_holds(tmp_pa
         est = estimate(tb, ledger, quick)
     assert sum(1 for w in est.windows if not w.success and w.min_rate <= 0) >= 2
     assert est.mst == pytest.approx(100_000 / 0.99, rel=0.07)
+
+
+def test_the_headroom_of_a_window_is_read_from_its_busiest_operator_task():
+    m = Measurement(1000, 1000, 0, 0, 0, 0, 0, 6, operators=(op("a", 1000, 1000, 0.2), op("b", 100, 100, 0.4)))
+    assert headroom(m) == pytest.approx(2.0)  # 0.8 / 0.4: the busiest decides
+    assert headroom(replace(m, operators=(op("a", 1000, 1000, 0.9),))) < 1.0  # no room: the timing's growth
+    assert headroom(replace(m, operators=())) == PAPER_GROWTH  # a window that does not say
