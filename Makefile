@@ -37,9 +37,10 @@ venv install: $(VENV)/.installed
 # A campaign with the same query and rate resumes (finished measurements come from its ledger);
 # remove its directory under $(CAMPAIGN_DIR) for a fresh one. Without RATE: 10x the testbed's largest
 # MST on the sim, 2x on the local Flink testbed (its 10 slots trust a log-shaped model only up to
-# about 2.3x: docs/flink-testbed.md). On the local Flink testbed: the quick timing profile and the
-# explorer's minimum of measurements (the corners, 2 with the inventory's one memory size, + 3), so
-# that a plan takes about 14 minutes on 2 cores (PLAN_ARGS adds or overrides options).
+# about 2.3x: docs/flink-testbed.md). On the local Flink testbed: the local timing profile (12-s
+# observations over 3 windows) and the explorer's minimum of measurements (the corners, 2 with the
+# inventory's one memory size, + 3), so that a plan takes about 15 minutes on 2 cores (PLAN_ARGS
+# adds or overrides options).
 PLAN_DIR = $(CAMPAIGN_DIR)/plan-$(QUERY)$(if $(RATE),-$(RATE))$(if $(filter sim,$(TESTBED)),-sim)
 PLAN_FLINK_ARGS ?= --timing local --max-measurements 5 --rate-multiple 2
 PLAN_ARGS ?=
