@@ -49,13 +49,9 @@ def rate(text: str) -> float:
 
 def multiple(text: str) -> float:
     """A positive factor up to MAX_MULTIPLE, such as 2 or 10."""
-    try:
-        value = checks.number(text, minimum=0.0, text=True)
-    except checks.Invalid:
-        value = 0.0
-    if not 0.0 < value <= MAX_MULTIPLE:
-        raise argparse.ArgumentTypeError(f"expected a positive factor of at most {MAX_MULTIPLE:g} such as 2 or 10, "
-                                         f"got {text!r:.60}")
+    value = positive_number(text)
+    if value > MAX_MULTIPLE:
+        raise argparse.ArgumentTypeError(f"expected a factor of at most {MAX_MULTIPLE:g} such as 2 or 10, got {text!r:.60}")
     return value
 
 
