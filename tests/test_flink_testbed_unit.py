@@ -211,3 +211,47 @@ def test_busy_slots_are_waited_for_and_lost_slots_deployed_again(tmp_path, total
         tb._budget = Budget(2, 512)  # deployed already, at this memory
         tb.prepare(Budget(2, 512))
     assert deployed == [Budget(4, 512)] * deploys
+
+
+def test_the_first_job_after_a_deployment_follows_a_warm_up_on_every_slot(tmp_path):
+    """taskmanager_warmup_s: after a deployment the query first runs on every slot, every operator at
+    the testbed's slots (a global one at 1) in shared slots, at the source's full rate, then is
+    stopped; the measured job follows. Once per deployment: again only after TaskManagers are
+    deployed anew (another memory per slot)."""
+    from streambed.model import Budget, Configuration, Query
+    from streambed.testbed.base import Run
+
+    tb = _unreachable_testbed(tmp_path, timeout_s=3.0)
+    tb.settings = dataclasses.replace(tb.settings, max_slots=4, memory_per_slot=(512, 1024),
+                                      taskmanager_warmup_s=30.0, max_source_rate=4e6)
+    q = Query("q", ("Calc#1", "Agg#2", "Sink#3"), (("source", "Calc#1"), ("Calc#1", "Agg#2"), ("Agg#2", "Sink#3")))
+    tb._queries["q"] = (q, "")
+    tb._global_ops["q"] = frozenset({"Agg#2"})
+    events = []
+
+    def submit(query, configuration, rate, share_slots=False):
+        events.append(("submit", dict(configuration.parallelism), rate, share_slots))
+        return Run(f"job{len(events)}", q, configuration, tb._budget, 0.0, rate)
+
+    tb._submit = submit
+    tb.wait = lambda run, s: events.append(("wait", run.id, s))
+    tb.stop = lambda run: events.append(("stop", run.id))
+    tb._wait_slots = lambda slots, memory_mb=None: events.append(("slots", slots))
+    tb.deploy = lambda budget: events.append(("deploy", budget.memory_mb))
+    single = Configuration.single_task(q)
+
+    tb.prepare(Budget(3, 512))
+    tb.start("q", single, 1000.0)
+    assert events == [("deploy", 512), ("slots", 5),
+                      ("submit", {"Calc#1": 4, "Agg#2": 1, "Sink#3": 4}, 4e6, True), ("wait", "job3", 30.0),
+                      ("stop", "job3"), ("slots", 5),
+                      ("submit", {"Calc#1": 1, "Agg#2": 1, "Sink#3": 1}, 1000.0, False)]
+    events.clear()
+    tb.prepare(Budget(3, 512))
+    tb.start("q", single, 1000.0)
+    assert [e[0] for e in events] == ["slots", "submit"] and events[1][3] is False
+    events.clear()
+    tb.prepare(Budget(3, 1024))
+    tb.start("q", single, 1000.0)
+    assert [e[0] for e in events] == ["deploy", "slots", "submit", "wait", "stop", "slots", "submit"]
+    assert events[2][3] is True and events[-1][3] is False
