@@ -224,8 +224,7 @@ def live(tmp_path_factory):
                                                     "prometheus_extra_scrape_configs": scrape_node if exporter else []})
         # One TaskManager holding q17's 3 slots and the source's, without a CPU share: what 2 cores run.
         settings = dataclasses.replace(flink_settings(inventory), max_slots=3, memory_per_slot=(MEMORY_MB,),
-                                       cpu_per_slot=0.0, slots_per_taskmanager=0,
-                                       taskmanager_warmup_s=0.0)
+                                       cpu_per_slot=0.0, slots_per_taskmanager=0)
         bed = flink_testbed(inventory, log=lambda m: print(f"[testbed] {m}"), settings=settings)
         configuration = Configuration.single_task(bed.query(QUERY))
         bed.prepare(Budget(configuration.slots, MEMORY_MB))

@@ -68,8 +68,7 @@ def bed(tmp_path_factory):
     # one TaskManager without a CPU share (the bounds below come from q1_capped's cap, and the shares
     # have their own tests: test_cpu_share.py, test_ansible.py).
     settings = dataclasses.replace(flink_settings(inventory), max_slots=2, memory_per_slot=(MEMORY_MB,),
-                                   cpu_per_slot=0.0, slots_per_taskmanager=0,
-                                   taskmanager_warmup_s=0.0)
+                                   cpu_per_slot=0.0, slots_per_taskmanager=0)
     tb = flink_testbed(inventory, log=lambda m: print(f"[testbed] {m}"), settings=settings)
     tb.state_dir = state
     try:
@@ -224,25 +223,6 @@ def _kill_taskmanager(state_dir: Path) -> int:
 # seconds: heartbeat.interval 10 s, 2 failures), JobRestarted (numRestarts grew, the job left
 # RUNNING) or MetricsMissing (the killed TaskManager's task series stopped inside the window).
 KILL_ERRORS = {"TaskManagerLost", "JobRestarted", "MetricsMissing"}
-
-
-def test_a_fresh_testbed_runs_the_query_on_every_slot_before_its_first_job(bed):
-    """taskmanager_warmup_s on real Flink: before the first job, a job of the query with every operator
-    at the testbed's slots in shared slots (3 slots: the source's and 2), cancelled; then the job."""
-    tb = type(bed)(dataclasses.replace(bed.settings, taskmanager_warmup_s=3.0), deploy=bed.deploy, log=bed.log)
-    query = tb.query("q1")
-    tb.prepare(Budget(len(query.operators), MEMORY_MB))
-    before = {j["jid"] for j in tb._rest("get", "/jobs/overview").json()["jobs"]}
-    run = tb.start("q1", Configuration.single_task(query), 1000.0)
-    try:
-        jobs = [j for j in tb._rest("get", "/jobs/overview").json()["jobs"] if j["jid"] not in before]
-        warm = [j for j in jobs if j["name"].endswith("-warmup")]
-        assert len(warm) == 1 and warm[0]["state"] == "CANCELED", jobs
-        vertices = tb._rest("get", f"/jobs/{warm[0]['jid']}").json()["vertices"]
-        assert {v["parallelism"] for v in vertices if not v["name"].startswith("Source")} == {2}, vertices
-        assert [j["jid"] for j in jobs if j["state"] == "RUNNING"] == [run.id]
-    finally:
-        tb.stop(run)
 
 
 def test_a_lost_taskmanager_is_detected_and_its_window_discarded(bed, q1_estimate, tmp_path):

@@ -327,13 +327,3 @@ def test_local_run_follows_the_rate_file(flink_home, jar, tmp_path):
     assert abs(slow_rate - 5000) <= 500, (slow_rate, samples)
     # Nothing holds the source back here: the backlog does not grow.
     assert samples[-1][1] - before[-1][1] <= 0.05 * 20000, samples
-
-
-def test_shared_slots_run_every_operator_in_the_sources_slots_plus_the_largest_parallelism(flink_home, jar):
-    """--share-slots (the testbed's TaskManager warm-up): q1 with Calc#1 and Sink#2 at 2 runs on a
-    MiniCluster of 1 + 2 slots; without the one group it would need 1 + 2 + 2 and never start."""
-    r = run_job(flink_home, jar, "--sql-file", str(QUERIES / "q1.sql"), "--initial-rate", "5000",
-                "--parallelism", "Calc#1=2,Sink#2=2", "--share-slots", "--local-seconds", "8")
-    assert r.returncode == 0, r.stderr[-3000:]
-    running = [m for m in map(STATS.match, r.stdout.splitlines()) if m and "status=RUNNING" in m.string]
-    assert running and int(running[-1][1]) > 0, r.stdout[-2000:]

@@ -99,7 +99,6 @@ def test_settings_come_from_the_inventory(other):
     assert (s.jar, s.queries_dir, s.state_dir) == (other / "jobs" / "job.jar", other / "sql", other / "state")
     assert (s.max_slots, s.source_parallelism, s.memory_per_slot) == (6, 2, (2048, 4096))
     assert (s.max_source_rate, s.sample_period) == (1e6, 5.0)
-    assert s.taskmanager_warmup_s == 0.0  # not set: no TaskManager warm-up
 
 
 def test_extra_variables_override_the_inventorys_settings(other):
@@ -162,10 +161,8 @@ def test_slots_with_a_cpu_share_deploy_as_taskmanagers_of_a_few_slots_each(other
 @pytest.mark.parametrize("line, named", [("cpu_per_slot: 0.001", "cpu_per_slot 0.001"),
                                          ("cpu_per_slot: .nan", "cpu_per_slot nan"),
                                          ("slots_per_taskmanager: -1", "slots_per_taskmanager -1"),
-                                         ("cpu_per_slot: lots", "bad setting"),
-                                         ("taskmanager_warmup_s: -5", "taskmanager_warmup_s -5"),
-                                         ("taskmanager_warmup_s: .nan", "taskmanager_warmup_s nan")])
-def test_a_bad_cpu_share_or_warm_up_is_one_line_naming_it(other, line, named):
+                                         ("cpu_per_slot: lots", "bad setting")])
+def test_a_bad_cpu_share_is_one_line_naming_it(other, line, named):
     pytest.importorskip("pyflink")
     (other / "testbed.yml").write_text(OTHER_TESTBED + line + "\n")
     with pytest.raises(UserError) as e:

@@ -123,7 +123,6 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
             sample_period=float(t.get("sample_period_s", 1)),
             cpu_per_slot=float(t.get("cpu_per_slot", 0)),
             slots_per_taskmanager=int(t.get("slots_per_taskmanager", 0)),
-            taskmanager_warmup_s=float(t.get("taskmanager_warmup_s", 0)),
         )
         if settings.cpu_per_slot != 0 and not 0.01 <= settings.cpu_per_slot <= 64:
             raise UserError(f"testbed: {inventory.path}: cpu_per_slot {settings.cpu_per_slot:g}: expected 0 "
@@ -131,9 +130,6 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
         if settings.slots_per_taskmanager < 0:
             raise UserError(f"testbed: {inventory.path}: slots_per_taskmanager {settings.slots_per_taskmanager}: "
                             f"expected 0 (one TaskManager) or a positive count")
-        if not 0 <= settings.taskmanager_warmup_s <= 3600:
-            raise UserError(f"testbed: {inventory.path}: taskmanager_warmup_s {settings.taskmanager_warmup_s:g}: "
-                            f"expected seconds from 0 (no warm-up) to 3600")
         return settings
     except KeyError as e:
         raise UserError(f"testbed: {inventory.path}: missing setting {e.args[0]} (group_vars/all.yml or "

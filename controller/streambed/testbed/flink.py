@@ -145,12 +145,6 @@ class FlinkSettings:
     replay_dir: Path | None = None
     """JSON lines files the source replays (a data set's json/, readable where the TaskManagers run);
     None: the generator."""
-    taskmanager_warmup_s: float = 0.0
-    """After a deployment, before the first measured job: the query runs this long on every slot at the
-    source's full rate (every operator in one slot-sharing group at the largest parallelism, so that
-    each TaskManager runs each operator's code), its numbers discarded. A fresh TaskManager JVM's first
-    jobs ran slower: on the local inventory one 10-slot q11 configuration read 20,326-28,098 events/s
-    as a fresh cluster's first job and 29,967-35,278 after (docs/flink-testbed.md). 0: no warm-up."""
     timeout_s: float = 30.0
     start_timeout_s: float = 90.0
     metrics_wait_s: float = JOB_METRICS_WAIT_S
@@ -170,10 +164,6 @@ class FlinkTestbed:
         self._jar_id: str | None = None
         self._queries: dict[str, tuple[Query, str]] = {}
         self._budget: Budget | None = None
-        self._warm = False
-        """Whether the TaskManagers have run the warm-up since they were deployed (taskmanager_warmup_s)."""
-        self._global_ops: dict[str, frozenset[str]] = {}
-        """Per query, the operators Flink made global (parallelism 1 whatever is asked)."""
         self._runs: dict[str, dict] = {}
         self._counter = 0
         self.prometheus = PrometheusReader(settings.prometheus_url, timeout_s=settings.timeout_s)
@@ -228,7 +218,6 @@ class FlinkTestbed:
             raise UserError(f"query {name}: the job could not build its graph: {tail[0]}")
         graph = json.loads(p.stdout.strip().splitlines()[-1])
         ops = tuple(o["name"] for o in graph["operators"])
-        self._global_ops[name] = frozenset(o["name"] for o in graph["operators"] if o.get("max_parallelism") == 1)
         edges = tuple((i, o["name"]) for o in graph["operators"] for i in o["inputs"])
         return Query(name, ops, edges)
 
@@ -240,37 +229,15 @@ class FlinkTestbed:
             if self._budget is None or self._budget.memory_mb != budget.memory_mb:
                 self.log(f"deploying TaskManagers with {budget.memory_mb} MB per slot")
                 self.deploy(Budget(s.max_slots, budget.memory_mb))
-                self._warm = False
         self._wait_slots(needed, budget.memory_mb)
         self._budget = budget
 
     def start(self, query: str, configuration: Configuration, rate: float) -> Run:
-        self.query(query)
+        q = self.query(query)
         if self._budget is None:
             raise UserError("prepare a budget before starting a query")
-        if not self._warm and self.settings.taskmanager_warmup_s > 0:
-            self._warm_up(query)
-        return self._submit(query, configuration, rate)
-
-    def _warm_up(self, query: str) -> None:
-        """The TaskManager warm-up after a deployment (FlinkSettings.taskmanager_warmup_s)."""
-        s = self.settings
-        q = self.query(query)
-        parallelism = {op: 1 if op in self._global_ops.get(query, ()) else s.max_slots for op in q.operators}
-        self.log(f"warming the TaskManagers up: {query} on all {s.max_slots} slots at full rate for "
-                 f"{s.taskmanager_warmup_s:.0f} s (a fresh JVM's first jobs run slower)")
-        run = self._submit(query, Configuration.of(q, parallelism), s.max_source_rate, share_slots=True)
-        try:
-            self.wait(run, s.taskmanager_warmup_s)
-        finally:
-            self.stop(run)
-        self._warm = True
-        self._wait_slots(s.max_slots + s.source_parallelism)
-
-    def _submit(self, query: str, configuration: Configuration, rate: float, share_slots: bool = False) -> Run:
-        q = self.query(query)
         self._counter += 1
-        name = f"streambed-{query}-{int(time.time())}-{self._counter}{'-warmup' if share_slots else ''}"
+        name = f"streambed-{query}-{int(time.time())}-{self._counter}"
         rate_file = self.settings.state_dir / "rates" / f"{name}.rate"
         rate_file.parent.mkdir(parents=True, exist_ok=True)
         _write_rate(rate_file, self._offered(rate))
@@ -283,8 +250,6 @@ class FlinkTestbed:
             args += ["--max-parallelism", str(configuration.max_parallelism)]
         if self.settings.replay_dir is not None:
             args += ["--replay-dir", str(self.settings.replay_dir)]
-        if share_slots:
-            args.append("--share-slots")
         resp = self._rest("post", f"/jars/{self._jar()}/run", json={"programArgsList": args}, timeout=120)
         if resp.status_code >= 400:
             raise QueryRejected(f"query {query}: Flink refused the job: {_flink_error(resp)}")
@@ -402,7 +367,6 @@ class FlinkTestbed:
             if int(overview.get("slots-total", 0)) < slots and not redeployed:
                 self.log("the cluster has lost slots; deploying again")
                 self.deploy(Budget(self.settings.max_slots, memory_mb))
-                self._warm = False
                 redeployed = True
             time.sleep(1.0)
         # Flink answers, so this is a failed start (retried by the estimator), not an unreachable engine.

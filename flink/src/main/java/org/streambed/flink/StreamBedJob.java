@@ -88,7 +88,7 @@ public final class StreamBedJob {
             "sql-file", "sql-b64", "rate-file", "rate-url", "initial-rate", "source-parallelism",
             "parallelism", "job-name", "catch-up", "max-parallelism", "local-seconds", "splits",
             "replay-dir"));
-    static final Set<String> FLAG_KEYS = new HashSet<>(List.of("explain", "share-slots"));
+    static final Set<String> FLAG_KEYS = new HashSet<>(List.of("explain"));
 
     static final class Args {
         String sql;
@@ -104,9 +104,6 @@ public final class StreamBedJob {
         int splits = DEFAULT_SPLITS;
         /** Absolute directory of the data set replayed instead of the generator; null: generate. */
         String replayDir;
-        /** Every operator in one slot-sharing group: a slot holds one task of each (a TaskManager
-         *  warm-up runs every operator's code on every slot); false: a group per operator. */
-        boolean shareSlots;
     }
 
     static Args parseArgs(String[] argv) throws Failure {
@@ -133,7 +130,6 @@ public final class StreamBedJob {
         }
         Args a = new Args();
         a.explain = kv.containsKey("explain");
-        a.shareSlots = kv.containsKey("share-slots");
         if (kv.containsKey("sql-file") == kv.containsKey("sql-b64")) {
             throw argError("exactly one of --sql-file PATH or --sql-b64 BASE64 is required");
         }
@@ -503,7 +499,6 @@ public final class StreamBedJob {
             n.setSlotSharingGroup(SOURCE_GROUP);
             slots = Math.max(slots, a.sourceParallelism);
         }
-        final int sourceSlots = slots;
         for (Op op : ops) {
             int p = a.parallelism.getOrDefault(op.name, 1);
             boolean global = op.global;
@@ -517,8 +512,8 @@ public final class StreamBedJob {
             if (a.maxParallelism > 0 && !global) {
                 op.node.setMaxParallelism(a.maxParallelism);
             }
-            op.node.setSlotSharingGroup(a.shareSlots ? "streambed-shared" : "streambed-" + op.name);
-            slots = a.shareSlots ? Math.max(slots, sourceSlots + p) : slots + p;
+            op.node.setSlotSharingGroup("streambed-" + op.name);
+            slots += p;
         }
         for (StreamNode n : g.getStreamNodes()) {
             for (StreamEdge e : n.getOutEdges()) {
