@@ -25,10 +25,13 @@ def port_open(port: int, host: str = "localhost") -> bool:
 @contextlib.contextmanager
 def json_server(answer):
     """A stand-in HTTP server on a free local port: ``answer(path)`` gives (status, JSON body or None) for
-    each GET. Yields the base URL and port."""
+    each GET, and for each PATCH with the path as ``"PATCH " + path``. Yields the base URL and port."""
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            status, body = answer(self.path)
+        def do_PATCH(self):  # noqa: N802 - http.server's name
+            self.do_GET("PATCH ")
+
+        def do_GET(self, method=""):  # noqa: N802 - http.server's name
+            status, body = answer(method + self.path)
             data = b"" if body is None else json.dumps(body).encode()
             self.send_response(status)
             if body is not None:

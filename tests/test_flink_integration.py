@@ -225,6 +225,20 @@ def _kill_taskmanager(state_dir: Path) -> int:
 KILL_ERRORS = {"TaskManagerLost", "JobRestarted", "MetricsMissing"}
 
 
+def test_a_job_a_killed_campaign_left_running_is_cancelled_when_its_slots_are_needed(bed):
+    """A controller killed mid-campaign leaves its job on the cluster; the next campaign's testbed
+    (another process: another testbed object) cancels it when it needs the slots, and goes on."""
+    query = bed.query("q1")
+    budget = Budget(len(query.operators), MEMORY_MB)
+    bed.prepare(budget)
+    left = bed.start("q1", Configuration.single_task(query), 1000.0)
+    bed._runs.pop(left.id)  # its controller is gone: nobody stops it
+    fresh = type(bed)(bed.settings, deploy=bed.deploy, log=bed.log)
+    fresh._budget = budget  # deployed already: the role would change nothing
+    fresh.prepare(budget)
+    assert fresh._rest("get", f"/jobs/{left.id}").json()["state"] == "CANCELED"
+
+
 def test_a_lost_taskmanager_is_detected_and_its_window_discarded(bed, q1_estimate, tmp_path):
     """The TaskManager is killed in the middle of the first observation window: the estimator must
     discard that window, get the TaskManager back through Ansible, and finish on a fresh job."""

@@ -200,6 +200,8 @@ def test_busy_slots_are_waited_for_and_lost_slots_deployed_again(tmp_path, total
     answers = iter([{"slots-total": total, "slots-available": 1}] * 2)
 
     def overview(path):
+        if path == "/jobs/overview":  # no job left by an earlier campaign
+            return 200, {"jobs": []}
         return 200, next(answers, {"slots-total": 5, "slots-available": 5})
 
     with json_server(overview) as (url, _):
@@ -211,3 +213,37 @@ def test_busy_slots_are_waited_for_and_lost_slots_deployed_again(tmp_path, total
         tb._budget = Budget(2, 512)  # deployed already, at this memory
         tb.prepare(Budget(2, 512))
     assert deployed == [Budget(4, 512)] * deploys
+
+
+def test_a_job_a_killed_campaign_left_running_is_cancelled_for_its_slots(tmp_path):
+    """A campaign killed on the controller leaves its job on the cluster: at the first lack of slots the
+    testbed cancels the StreamBed jobs it did not start, not other jobs nor ended ones, and goes on."""
+    from streambed.model import Budget
+
+    jobs = [{"jid": "a1", "name": "streambed-q11-1795693041-3", "state": "RUNNING"},
+            {"jid": "b2", "name": "nightly-etl", "state": "RUNNING"},
+            {"jid": "c3", "name": "streambed-q1-1795690000-1", "state": "FINISHED"}]
+    cancelled = []
+
+    def answer(path):
+        if path.startswith("PATCH /jobs/"):
+            cancelled.append(path.split("/")[2].split("?")[0])
+            return 202, {}
+        if path == "/jobs/overview":
+            return 200, {"jobs": jobs}
+        if path.startswith("/jobs/"):
+            return 200, {"state": "CANCELED" if path.split("/")[2] in cancelled else "RUNNING"}
+        return 200, {"slots-total": 6, "slots-available": 6 if cancelled else 2}
+
+    logs = []
+    with json_server(answer) as (url, _):
+        tb = _unreachable_testbed(tmp_path, timeout_s=3.0)
+        tb.settings = dataclasses.replace(tb.settings, rest_url=url, max_slots=4, source_parallelism=1,
+                                          memory_per_slot=(512,))
+        tb.log = logs.append
+        deployed = []
+        tb.deploy = deployed.append
+        tb._budget = Budget(2, 512)
+        tb.prepare(Budget(2, 512))
+    assert cancelled == ["a1"] and deployed == []
+    assert logs == ["cancelling streambed-q11-1795693041-3, left running by an earlier campaign (killed?)"]

@@ -41,6 +41,12 @@ QUERY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 SQL_ERROR = "SQL_ERROR:"
 
+JOB_PREFIX = "streambed-"
+"""The name of every job the testbed starts begins so (and so the jobs it may cancel as left over)."""
+
+ENDED = ("CANCELED", "FAILED", "FINISHED")
+"""Flink job states from which a job runs no more."""
+
 
 # -- the operator graph of a query ---------------------------------------------------------------
 
@@ -164,6 +170,8 @@ class FlinkTestbed:
         self._jar_id: str | None = None
         self._queries: dict[str, tuple[Query, str]] = {}
         self._budget: Budget | None = None
+        self._leftovers_checked = False
+        """Whether the cluster was searched for jobs an earlier campaign left (at the first lack of slots)."""
         self._runs: dict[str, dict] = {}
         self._counter = 0
         self.prometheus = PrometheusReader(settings.prometheus_url, timeout_s=settings.timeout_s)
@@ -237,7 +245,7 @@ class FlinkTestbed:
         if self._budget is None:
             raise UserError("prepare a budget before starting a query")
         self._counter += 1
-        name = f"streambed-{query}-{int(time.time())}-{self._counter}"
+        name = f"{JOB_PREFIX}{query}-{int(time.time())}-{self._counter}"
         rate_file = self.settings.state_dir / "rates" / f"{name}.rate"
         rate_file.parent.mkdir(parents=True, exist_ok=True)
         _write_rate(rate_file, self._offered(rate))
@@ -299,13 +307,7 @@ class FlinkTestbed:
     def stop(self, run: Run) -> None:
         state = self._runs.pop(run.id, None)
         try:
-            self._rest("patch", f"/jobs/{run.id}", params={"mode": "cancel"})
-            deadline = time.time() + self.settings.timeout_s
-            while time.time() < deadline:
-                status = self._rest("get", f"/jobs/{run.id}").json().get("state")
-                if status in ("CANCELED", "FAILED", "FINISHED"):
-                    break
-                time.sleep(0.5)
+            self._cancel(run.id)
         finally:
             if state:
                 state["rate_file"].unlink(missing_ok=True)
@@ -353,6 +355,25 @@ class FlinkTestbed:
             self._jar_id = resp.json()["filename"].rsplit("/", 1)[-1]
         return self._jar_id
 
+    def _cancel(self, job_id: str) -> None:
+        """Cancel a job and wait (up to timeout_s) until Flink says it ended."""
+        self._rest("patch", f"/jobs/{job_id}", params={"mode": "cancel"})
+        deadline = time.time() + self.settings.timeout_s
+        while time.time() < deadline:
+            if self._rest("get", f"/jobs/{job_id}").json().get("state") in ENDED:
+                return
+            time.sleep(0.5)
+
+    def _cancel_leftovers(self) -> None:
+        """Cancel the StreamBed jobs (JOB_PREFIX) this process did not start: a campaign killed on the
+        controller leaves its job running on the cluster, and a resumed campaign would wait for its slots
+        in vain. One campaign runs on a testbed at a time; jobs of other names are left alone."""
+        for job in self._rest("get", "/jobs/overview").json().get("jobs", []):
+            if (str(job.get("name", "")).startswith(JOB_PREFIX) and job.get("state") not in ENDED
+                    and job.get("jid") not in self._runs):
+                self.log(f"cancelling {job['name']}, left running by an earlier campaign (killed?)")
+                self._cancel(job["jid"])
+
     def _wait_slots(self, slots: int, memory_mb: int | None = None) -> None:
         """Wait until ``slots`` slots are free: those of a cancelled job come back within seconds (on
         TaskManagers held to 0.12 core, after the next estimate had asked). Slots that are gone, not
@@ -364,6 +385,10 @@ class FlinkTestbed:
             overview = self._rest("get", "/overview").json()
             if int(overview.get("slots-available", 0)) >= slots:
                 return
+            if not self._leftovers_checked:
+                self._leftovers_checked = True
+                self._cancel_leftovers()
+                continue
             if int(overview.get("slots-total", 0)) < slots and not redeployed:
                 self.log("the cluster has lost slots; deploying again")
                 self.deploy(Budget(self.settings.max_slots, memory_mb))
@@ -379,7 +404,7 @@ class FlinkTestbed:
             job = self._rest("get", f"/jobs/{run.id}").json()
             if job.get("state") == "RUNNING" and all(v.get("status") == "RUNNING" for v in job.get("vertices", [])):
                 return
-            if job.get("state") in ("FAILED", "CANCELED", "FINISHED"):
+            if job.get("state") in ENDED:
                 # The SQL was checked before submission (query()): what fails now is the run itself.
                 raise JobFailed(f"{run.id}: the job ended as {job.get('state')} while starting: {self._root_cause(run)}")
             time.sleep(0.5)
