@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 from streambed.campaigns.testbeds import create
+from streambed.commands import args as parse
+from streambed.errors import StreamBedError, UserError
 from streambed.model import Budget, Configuration
 from streambed.testbed.base import TestbedRequest
 
@@ -30,19 +32,29 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--query", default="q11")
     ap.add_argument("--operator", default="GroupWindowAggregate#2")
-    ap.add_argument("--config", required=True, help="per-operator parallelism, NAME=N,...")
-    ap.add_argument("--rate", type=float, required=True, help="events/s, above the configuration's capacity")
-    ap.add_argument("--memory", type=int, default=1024)
-    ap.add_argument("--jobs", type=int, default=3)
-    ap.add_argument("--ramp", type=float, default=30.0, help="seconds before the first window")
-    ap.add_argument("--window", type=float, default=12.0)
+    ap.add_argument("--config", type=parse.operator_pairs, required=True, help="per-operator parallelism, NAME=N,...")
+    ap.add_argument("--rate", type=parse.rate, required=True, help="events/s, above the configuration's capacity")
+    ap.add_argument("--memory", type=parse.memory_mb, default=1024)
+    ap.add_argument("--jobs", type=parse.count, default=3)
+    ap.add_argument("--ramp", type=parse.non_negative_seconds, default=30.0, help="seconds before the first window")
+    ap.add_argument("--window", type=parse.positive_number, default=12.0)
     ap.add_argument("--fresh", action="store_true", help="make stop first: the first job on fresh TaskManagers")
     a = ap.parse_args()
+    try:
+        measure(a)
+    except StreamBedError as e:  # bad input or a testbed that fails: one line, no traceback
+        sys.exit(f"task_speed: {e}")
+
+
+def measure(a: argparse.Namespace) -> None:
     if a.fresh:
         subprocess.run(["make", "-C", str(REPO), "--no-print-directory", "stop"], check=True, capture_output=True)
     tb = create("flink", TestbedRequest(a.query), lambda m: None)
     query = tb.query(a.query)
-    conf = Configuration.of(query, {k: int(v) for k, v in (item.split("=") for item in a.config.split(","))})
+    conf = Configuration.of(query, a.config)
+    if a.operator not in query.operators:
+        raise UserError(f"--operator: {a.operator!r} is not an operator of {a.query} "
+                        f"(expected one of {', '.join(query.operators)})")
     summary = []
     for job in range(a.jobs):
         tb.prepare(Budget(conf.slots, a.memory))
@@ -52,7 +64,7 @@ def main() -> None:
             tb.wait(run, a.ramp)
             for window in range(3):
                 m = tb.observe(run, a.window)
-                om = next(o for o in m.operators if o.operator == a.operator)
+                om = next(o for o in m.operators if o.operator == a.operator)  # checked above
                 busy = [i for i, b in zip(om.task_input, om.task_busyness) if b >= BUSY]
                 speed = statistics.mean(busy) if busy else None
                 print(json.dumps({"job": job, "window": window, "achieved": round(m.achieved_rate),
