@@ -319,3 +319,60 @@ def test_bad_record_files_are_one_line_exit_2(tmp_path, name, content, argv, fra
     line = error_line(streambed(*argv, cwd=tmp_path))
     for fragment in fragments:
         assert fragment in line, (fragment, line)
+
+
+# ------------------------------------------------------------------ the held-out check (holdout)
+
+def _exploration(path, msts: dict[int, float], memory_mb: int = 1024):
+    path.write_text(json.dumps({"points": [{"memory_mb": memory_mb, "slots": s, "mst": m} for s, m in msts.items()]}))
+    return str(path)
+
+
+def test_relative_error_is_signed_against_the_measurement():
+    from streambed.campaigns.replan import relative_error
+
+    assert relative_error(110, 100) == pytest.approx(0.10)
+    assert relative_error(90, 100) == pytest.approx(-0.10)
+    assert relative_error(100, 100) == 0
+
+
+def test_holdout_fits_below_the_largest_budget_and_predicts_it(tmp_path):
+    """A line measured at 4-8 slots and a 10-slot point 20 % above it: the linear model, fitted
+    without the 10-slot point, must predict the line there, 1/1.2 - 1 of the measurement."""
+    line = {s: 1000.0 * s - 500 for s in (4, 5, 7, 8)}
+    path = _exploration(tmp_path / "exploration.json", {**line, 10: 1.2 * 9500})
+    d = json_result(streambed("holdout", "--measurements", path, "--reference", "9000", "9500", "12000",
+                              "--json", cwd=tmp_path))
+    assert d["held_out_slots"] == 10 and d["training_slots"] == [4, 5, 7, 8] and d["training_rows"] == 4
+    (h,) = d["held_out"]
+    assert h["measured"] == pytest.approx(11400)
+    linear = h["by_family"]["linear"]
+    assert linear["predicted"] == pytest.approx(9500, rel=1e-9)
+    assert linear["error"] == pytest.approx(1 / 1.2 - 1)
+    assert d["reference"] == 9500 and linear["reference_error"] == pytest.approx(0, abs=1e-9)  # the median
+    assert d["reference_spread"] == pytest.approx(12000 / 9000)
+    assert h["predicted"] == h["by_family"][d["family"]]["predicted"]
+    # the concave families bend below the line beyond the points they were fitted on
+    assert h["by_family"]["log"]["predicted"] < h["by_family"]["sqrt"]["predicted"] < linear["predicted"]
+
+
+def test_holdout_without_references_compares_with_the_measurement_only(tmp_path):
+    path = _exploration(tmp_path / "e.json", {4: 4000, 5: 5100, 7: 6800, 8: 8200, 10: 9900})
+    d = json_result(streambed("holdout", "--measurements", path, "--json", cwd=tmp_path))
+    assert d["references"] == [] and d["reference"] is None and d["reference_spread"] is None
+    assert all(e["reference_error"] is None for e in d["held_out"][0]["by_family"].values())
+
+
+@pytest.mark.parametrize("msts, expected", [
+    ({4: 4000, 10: 9000}, "leaves 1 slot count to fit on"),
+    ({4: 4000, 5: 5000, 10: 9000}, "leaves 2 slot counts to fit on"),
+])
+def test_holdout_needs_three_budgets_below_the_largest(tmp_path, msts, expected):
+    r = streambed("holdout", "--measurements", _exploration(tmp_path / "e.json", msts), cwd=tmp_path)
+    assert r.returncode != 0 and expected in error_line(r) and "Traceback" not in r.stderr
+
+
+def test_holdout_rejects_a_non_positive_reference(tmp_path):
+    path = _exploration(tmp_path / "e.json", {4: 4000, 5: 5100, 7: 6800, 10: 9900})
+    r = streambed("holdout", "--measurements", path, "--reference", "0", cwd=tmp_path)
+    assert r.returncode != 0 and "--reference" in error_line(r)

@@ -10,6 +10,7 @@ itself gave.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
@@ -155,15 +156,75 @@ def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int]
 
 
 
+def measurements_from(path: str) -> MeasurementFile:
+    """The measurements file an option named --measurements gives, or one line saying why not."""
+    return _read("--measurements", read_measurements, path)
+
+
 def fit_measurements(settings: FitSettings) -> dict:
     """``fit``: the recorded measurements of ``settings.measurements``, modelled and inverse-solved."""
-    mf = _read("--measurements", read_measurements, settings.measurements)
+    mf = measurements_from(settings.measurements)
     features = Features(memory=MEMORY_FEATURES[settings.memory_feature], log=settings.log,
                         slots_per_taskmanager=mf.slots_per_taskmanager or Features().slots_per_taskmanager)
     memories = settings.memories or sorted({int(round(o.memory_mb)) for o in mf.observations})
     guards = ExplorerSettings(max_extrapolation=settings.max_extrapolation, min_marginal=settings.min_marginal)
     return fit_plan(mf, settings.rate, memories, settings.family, safety=settings.safety, training=settings.training,
                     features=features, guards=guards)
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    """How far a prediction lies from a measurement, as a signed share of the measurement."""
+    return predicted / measured - 1.0
+
+
+def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), *,
+             features: Features | None = None) -> dict:
+    """``holdout``: the Resource Explorer's model (section VI: the same family selection and fit)
+    trained on every measurement but those at the largest slot count, and its prediction there
+    against what was measured: the recorded MST, and the median of ``references`` (the same budget
+    measured again, separately; issue 12's held-out check). A model that extrapolates well predicts a
+    budget larger than any it was fitted on."""
+    features = features or Features(slots_per_taskmanager=measurements.slots_per_taskmanager
+                                    or Features().slots_per_taskmanager)
+    where = f"--measurements: {measurements.path}"
+    obs = list(measurements.observations)
+    largest = max((o.slots for o in obs), default=0)
+    held = sorted((o for o in obs if o.slots == largest), key=lambda o: o.memory_mb)
+    train = [o for o in obs if o.slots != largest]
+    counts = len({o.slots for o in train})
+    if counts < 3:  # two parameters a family, and a fold left out to choose between families
+        raise UserError(f"{where}: holding out the largest budget ({largest} slots) leaves {counts} slot "
+                        f"count{'s' * (counts != 1)} to fit on; expected measurements at three slot counts "
+                        f"or more below it")
+    try:
+        # the explorer's structure too: a slot slope per memory where LOOCV prefers it (as fit_plan)
+        features = select_features(train, features, FAMILIES, ExplorerSettings().slot_slope)
+        loocv = {f: loocv_rmse(f, train, features) for f in FAMILIES}
+        if not any(math.isfinite(v) for v in loocv.values()):
+            raise UserError(f"{where}: {len(train)} measurements below the largest budget are too few to choose a "
+                            f"family by cross-validation; expected more")
+        family, selection = select_family(train, features, FAMILIES, loocv)
+        models = {f: fit(f, train, features) for f in FAMILIES}
+    except ValueError as e:  # surrogates: degenerate measurements, non-positive log/sqrt inputs
+        raise UserError(f"{where}: {e}") from None
+    refs = sorted(float(r) for r in references)
+    reference = statistics.median(refs) if refs else None
+    rows = []
+    for o in held:
+        predicted = {f: float(m.predict(o.memory_mb, o.slots)) for f, m in models.items()}
+        rows.append({"memory_mb": o.memory_mb, "slots": o.slots, "measured": o.mst,
+                     "predicted": predicted[family],
+                     "error": relative_error(predicted[family], o.mst),
+                     "reference_error": None if reference is None else relative_error(predicted[family], reference),
+                     "by_family": {f: {"predicted": v, "error": relative_error(v, o.mst),
+                                       "reference_error": None if reference is None else relative_error(v, reference)}
+                                   for f, v in predicted.items()}})
+    return {"query": measurements.query, "measurements": str(measurements.path), "format": measurements.format,
+            "held_out_slots": largest, "training_rows": len(train), "training_slots": sorted({o.slots for o in train}),
+            "family": family, "selection": selection, "loocv_rmse_by_family": {f: _finite(v) for f, v in loocv.items()},
+            "references": refs, "reference": reference,
+            "reference_spread": None if len(refs) < 2 else refs[-1] / refs[0],
+            "held_out": rows}
 
 
 def read_metrics(settings: MetricsSettings) -> tuple[MetricsFile, list[MetricsRecord]]:

@@ -34,6 +34,15 @@ def register(sub) -> None:
     output_options(sp)
     sp.set_defaults(func=cmd_fit)
 
+    sp = sub.add_parser("holdout", help="the explorer's model fitted without the largest budget, and its prediction "
+                                        "there against what was measured (no testbed)")
+    sp.add_argument("--measurements", required=True, metavar="FILE",
+                    help="a campaign's ledger or exploration.json, or the paper's runs/search_*.csv (docs/records.md)")
+    sp.add_argument("--reference", type=rate, nargs="+", default=(), metavar="MST",
+                    help="the largest budget's MST measured again, separately (events/s; their median is compared)")
+    output_options(sp)
+    sp.set_defaults(func=cmd_holdout)
+
     sp = sub.add_parser("export", help="write a campaign's measurements and single-task metrics as files "
                                        "fit and optimize --from-metrics read")
     sp.add_argument("--campaign-dir", required=True, help="a plan, explore or optimize campaign")
@@ -104,6 +113,24 @@ def cmd_fit(args, out: Output) -> None:
     for e in data["entries"]:
         if e["unreachable"]:
             out.warn(f"{e['memory_mb']} MB per slot: {e['unreachable']}")
+    out.result(data)
+
+
+def cmd_holdout(args, out: Output) -> None:
+    from ..campaigns.replan import hold_out, measurements_from
+
+    data = hold_out(measurements_from(args.measurements), args.reference)
+    refs = data["references"]
+    out.info(f"{data['family']} by {data['selection']}, fitted on {data['training_rows']} measurements at "
+             f"{', '.join(map(str, data['training_slots']))} slots"
+             + (f"; reference: median of {len(refs)} ({', '.join(f'{r:,.0f}' for r in refs)})" if refs else ""))
+    for h in data["held_out"]:
+        out.table(f"{data['query'] or 'the query'} at {h['slots']} slots of {h['memory_mb']:g} MB, held out: "
+                  f"measured {h['measured']:,.0f} events/s",
+                  ("family", "predicted, events/s", "against the measured")
+                  + (("against the reference",) if refs else ()),
+                  [(f + (" (selected)" if f == data["family"] else ""), e["predicted"], f"{e['error']:+.1%}")
+                   + ((f"{e['reference_error']:+.1%}",) if refs else ()) for f, e in h["by_family"].items()])
     out.result(data)
 
 
