@@ -68,8 +68,8 @@ def check(campaign_dir: Path, repeats: int) -> None:
         references.append(result["mst"])
         print(f"repeat {i + 1}: {result['mst']:,.0f} events/s"
               + (" (source-capped)" if result.get("source_limited") else ""), file=sys.stderr)
-    subprocess.run([str(STREAMBED), "holdout", "--measurements", str(campaign_dir), "--reference",
-                    *map(str, references), "--json"], check=True, cwd=REPO)
+    subprocess.run([str(STREAMBED), "holdout", "--measurements", str(campaign_dir), "--memory", str(point["memory_mb"]),
+                    "--reference", *map(str, references), "--json"], check=True, cwd=REPO)
 
 
 if __name__ == "__main__":

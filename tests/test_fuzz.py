@@ -90,7 +90,7 @@ def _commands(files: dict[str, Path]) -> list[tuple[list[str], dict[str, str]]]:
         (["fit", "--measurements", str(files["wrong"]), "--rate", "1e6"],
          {"--rate": "number", "--safety": "safety", "--family": "choice", "--measurements": "file"}),
         (["holdout", "--measurements", str(files["wrong"]), "--reference", "3e4"],
-         {"--reference": "number", "--measurements": "file"}),
+         {"--reference": "number", "--measurements": "file", "--memory": "memory"}),
         (["validate", "--query", "q1", "--plan", str(files["wrong"]), "--campaign-dir", "{dir}"],
          {"--plan": "file", "--rate": "number", "--ramp": "seconds", "--duration": "seconds", "--window": "seconds",
           "--multipliers": "rates", "--production-slots": "int"}),

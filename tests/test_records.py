@@ -374,6 +374,22 @@ def test_holdout_needs_three_budgets_below_the_largest(tmp_path, msts, expected)
     assert r.returncode != 0 and expected in error_line(r) and "Traceback" not in r.stderr
 
 
+def test_holdout_refuses_references_when_several_memories_are_held_out(tmp_path):
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps({"points": [{"memory_mb": m, "slots": s, "mst": 1000.0 * s * m / 1024}
+                                           for m in (1024, 2048) for s in (4, 5, 7, 10)]}))
+    d = json_result(streambed("holdout", "--measurements", str(path), "--json", cwd=tmp_path))
+    assert [h["memory_mb"] for h in d["held_out"]] == [1024, 2048]
+    r = streambed("holdout", "--measurements", str(path), "--reference", "9000", cwd=tmp_path)
+    assert r.returncode != 0 and "--reference" in error_line(r) and "1024, 2048 MB" in error_line(r)
+    # --memory picks one; the model is still fitted on both memories' smaller budgets
+    d = json_result(streambed("holdout", "--measurements", str(path), "--reference", "9000", "--memory", "2048",
+                              "--json", cwd=tmp_path))
+    assert [h["memory_mb"] for h in d["held_out"]] == [2048] and d["training_rows"] == 6 and d["reference"] == 9000
+    r = streambed("holdout", "--measurements", str(path), "--memory", "512", cwd=tmp_path)
+    assert r.returncode != 0 and "--memory" in error_line(r) and "not 512" in error_line(r)
+
+
 def test_holdout_rejects_a_non_positive_reference(tmp_path):
     path = _exploration(tmp_path / "e.json", {4: 4000, 5: 5100, 7: 6800, 10: 9900})
     r = streambed("holdout", "--measurements", path, "--reference", "0", cwd=tmp_path)
@@ -392,7 +408,7 @@ def test_heldout_bench_measures_the_largest_budget_again_on_the_plans_testbed(pl
     ledgers = sorted((tmp_path / "p" / "holdout").glob("*/ledger.sqlite"))
     assert len(ledgers) == 2 and len(d["references"]) == 2 and d["reference"] > 0
     largest = max(o.slots for o in read_measurements(str(tmp_path / "p")).observations)
-    assert d["held_out_slots"] == largest and all(h["slots"] == largest for h in d["held_out"])
+    assert d["held_out_slots"] == largest and len(d["held_out"]) == 1 and d["held_out"][0]["slots"] == largest
     assert largest not in d["training_slots"]
 
 

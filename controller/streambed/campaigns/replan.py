@@ -177,13 +177,14 @@ def relative_error(predicted: float, measured: float) -> float:
     return predicted / measured - 1.0
 
 
-def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), *,
+def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), memory_mb: float | None = None, *,
              features: Features | None = None) -> dict:
     """``holdout``: the Resource Explorer's model (section VI: the same family selection and fit)
     trained on every measurement but those at the largest slot count, and its prediction there
     against what was measured: the recorded MST, and the median of ``references`` (the same budget
     measured again, separately; issue 12's held-out check). A model that extrapolates well predicts a
-    budget larger than any it was fitted on."""
+    budget larger than any it was fitted on. ``memory_mb`` keeps the prediction at that memory per
+    slot only; the model is fitted on every memory's smaller budgets all the same."""
     features = features or Features(slots_per_taskmanager=measurements.slots_per_taskmanager
                                     or Features().slots_per_taskmanager)
     where = f"--measurements: {measurements.path}"
@@ -191,6 +192,12 @@ def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), *,
     largest = max((o.slots for o in obs), default=0)
     held = sorted((o for o in obs if o.slots == largest), key=lambda o: o.memory_mb)
     train = [o for o in obs if o.slots != largest]
+    if memory_mb is not None:
+        measured = ", ".join(f"{o.memory_mb:g}" for o in held)
+        held = [o for o in held if o.memory_mb == memory_mb]
+        if not held:
+            raise UserError(f"--memory: the largest budget ({largest} slots) was measured at {measured} MB per "
+                            f"slot, not {memory_mb:g}")
     counts = len({o.slots for o in train})
     if counts < 3:  # two parameters a family, and a fold left out to choose between families
         raise UserError(f"{where}: holding out the largest budget ({largest} slots) leaves {counts} slot "
@@ -208,6 +215,10 @@ def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), *,
     except ValueError as e:  # surrogates: degenerate measurements, non-positive log/sqrt inputs
         raise UserError(f"{where}: {e}") from None
     refs = sorted(float(r) for r in references)
+    if refs and len(held) > 1:  # one budget measured again: which memory it was is not said
+        raise UserError(f"--reference: the largest budget ({largest} slots) was measured at "
+                        f"{', '.join(f'{o.memory_mb:g}' for o in held)} MB per slot; references are for one: "
+                        f"give --memory")
     reference = statistics.median(refs) if refs else None
     rows = []
     for o in held:

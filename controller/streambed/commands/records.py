@@ -9,7 +9,7 @@ from ..campaigns.replan import MEMORY_FEATURES, TRAINING
 from ..campaigns.settings import ExportSettings, FitSettings, MetricsSettings
 from ..errors import UserError
 from ..report.console import Output
-from .args import memory_list, rate, safety
+from .args import memory_list, memory_mb, rate, safety
 from .common import guard_options, output_options
 
 def register(sub) -> None:
@@ -40,6 +40,8 @@ def register(sub) -> None:
                     help="a campaign's ledger or exploration.json, or the paper's runs/search_*.csv (docs/records.md)")
     sp.add_argument("--reference", type=rate, nargs="+", default=(), metavar="MST",
                     help="the largest budget's MST measured again, separately (events/s; their median is compared)")
+    sp.add_argument("--memory", type=memory_mb, help="MB per slot of the held-out budget to predict "
+                                                     "(default: every one measured at the largest slot count)")
     output_options(sp)
     sp.set_defaults(func=cmd_holdout)
 
@@ -119,7 +121,7 @@ def cmd_fit(args, out: Output) -> None:
 def cmd_holdout(args, out: Output) -> None:
     from ..campaigns.replan import hold_out, measurements_from
 
-    data = hold_out(measurements_from(args.measurements), args.reference)
+    data = hold_out(measurements_from(args.measurements), args.reference, args.memory)
     refs = data["references"]
     out.info(f"{data['family']} by {data['selection']}, fitted on {data['training_rows']} measurements at "
              f"{', '.join(map(str, data['training_slots']))} slots"
