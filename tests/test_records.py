@@ -336,6 +336,15 @@ def test_relative_error_is_signed_against_the_measurement():
     assert relative_error(110, 100) == pytest.approx(0.10)
     assert relative_error(90, 100) == pytest.approx(-0.10)
     assert relative_error(100, 100) == 0
+    assert relative_error(100, 0) is None  # a budget that sustained nothing: no share of it
+
+
+def test_holdout_against_a_largest_budget_that_sustained_nothing_says_so_without_a_share(tmp_path):
+    path = _exploration(tmp_path / "e.json", {4: 4000, 5: 5000, 7: 7000, 8: 8000, 10: 0})
+    r = streambed("holdout", "--measurements", path, cwd=tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    d = json_result(streambed("holdout", "--measurements", path, "--json", cwd=tmp_path))
+    assert d["held_out"][0]["error"] is None and d["held_out"][0]["predicted"] == pytest.approx(10000, rel=1e-6)
 
 
 def test_holdout_fits_below_the_largest_budget_and_predicts_it(tmp_path):

@@ -172,9 +172,10 @@ def fit_measurements(settings: FitSettings) -> dict:
                     features=features, guards=guards)
 
 
-def relative_error(predicted: float, measured: float) -> float:
-    """How far a prediction lies from a measurement, as a signed share of the measurement."""
-    return predicted / measured - 1.0
+def relative_error(predicted: float, measured: float) -> float | None:
+    """How far a prediction lies from a measurement, as a signed share of the measurement; None for
+    a measurement of 0 events/s (a budget that sustained nothing), against which no share exists."""
+    return predicted / measured - 1.0 if measured > 0 else None
 
 
 def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), memory_mb: float | None = None, *,

@@ -118,6 +118,10 @@ def cmd_fit(args, out: Output) -> None:
     out.result(data)
 
 
+def _share(error: float | None) -> str:
+    return "-" if error is None else f"{error:+.1%}"
+
+
 def cmd_holdout(args, out: Output) -> None:
     from ..campaigns.replan import hold_out, measurements_from
 
@@ -131,8 +135,8 @@ def cmd_holdout(args, out: Output) -> None:
                   f"measured {h['measured']:,.0f} events/s",
                   ("family", "predicted, events/s", "against the measured")
                   + (("against the reference",) if refs else ()),
-                  [(f + (" (selected)" if f == data["family"] else ""), e["predicted"], f"{e['error']:+.1%}")
-                   + ((f"{e['reference_error']:+.1%}",) if refs else ()) for f, e in h["by_family"].items()])
+                  [(f + (" (selected)" if f == data["family"] else ""), e["predicted"], _share(e["error"]))
+                   + ((_share(e["reference_error"]),) if refs else ()) for f, e in h["by_family"].items()])
     out.result(data)
 
 
