@@ -9,7 +9,7 @@ from ..errors import UserError
 from ..model import Budget
 from ..report.console import Output
 from ..testbed.sim.truth import TruthSettings
-from .args import Parser, memory_mb, name_list, non_negative_seconds, operator_pairs, rate, seed, slots
+from .args import Parser, count, memory_mb, name_list, non_negative_seconds, operator_pairs, rate, seed, slots
 from .common import output_options
 
 CALIBRATED = ["q1", "q2", "q5", "q8", "q11"]
@@ -64,6 +64,14 @@ def register(sub) -> None:
     sp.add_argument("--seed", type=seed, default=0)
     output_options(sp)
     sp.set_defaults(func=cmd_sim_run)
+
+    sp = simsub.add_parser("generate", help="write random but plausible profiles drawn from a seed "
+                                            "(docs/sim-profiles.md, Generated profiles)")
+    sp.add_argument("--count", required=True, type=count, help="profiles to write")
+    sp.add_argument("--seed", type=seed, default=0, help="profile i depends only on (seed, i)")
+    sp.add_argument("--out", required=True, type=Path, help="directory for the YAML files")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_generate)
 
 def cmd_sim_profiles(args, out: Output) -> None:
     from ..testbed.sim.profile import load_profile, shipped_profiles
@@ -200,3 +208,18 @@ def cmd_sim_run(args, out: Output) -> None:
     out.result({"measurement": m.to_dict(), "configuration": configuration.as_dict(),
                 "series": {"time": list(s.time), "achieved": list(s.emitted), "pending": list(s.pending),
                            "busy_ms_per_s": np.asarray(s.busy_ms_per_s).round(1).tolist()}})
+
+
+def cmd_sim_generate(args, out: Output) -> None:
+    from ..testbed.sim.generate import write_profiles
+    from ..testbed.sim.profile import load_profile
+
+    with out.progress(f"generating {args.count} profiles (seed {args.seed})", total=None):
+        files = write_profiles(args.out, args.count, args.seed)
+    rows, data = [], []
+    for path in files:
+        p = load_profile(path)
+        rows.append((str(path), len(p.operators), p.description.split(": ", 1)[-1]))
+        data.append({"file": str(path), "name": p.name, "operators": len(p.operators)})
+    out.table(f"Generated profiles (seed {args.seed})", ("file", "operators", "shape"), rows)
+    out.result(data)
