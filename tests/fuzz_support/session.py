@@ -1,0 +1,250 @@
+"""One fuzz run: the fork server, the corpus, and the judgement of every invocation.
+
+The invariants, per invocation (docs/robustness.md):
+- exit status 0 or 2; never a signal, never another status;
+- no traceback on stdout or stderr;
+- exit 2: exactly one non-blank line on stderr;
+- exit 0 with --json: stdout is exactly one JSON document; exit 0 with --quiet: nothing on stderr;
+- done within TIMEOUT_S and MEMORY_BYTES of address space;
+- FIFOs, device nodes, symlinks and directories the case named are still what they were, and
+  nothing outside the case's directory changed.
+A case the fork server's guard stopped (it tried to start a process or open a connection: an
+engine) is counted apart: it shows an input that got past every check to an engine, not a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, reject, seed, settings
+from hypothesis import strategies as st
+
+from . import corpus as corpus_mod
+from .commands import commands
+from .forkserver import CRASH_EXIT, GUARD_EXIT, ForkServer
+from .strategies import Builder, Case, file_type
+
+TIMEOUT_S = 30
+MEMORY_BYTES = 1 << 30
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "CLICOLOR_FORCE",
+                        "STREAMBED_INVENTORY", "DATALAKE", "PYTEST_CURRENT_TEST")}
+    # a user's terminal width: an error wrapped by the console would be two lines, as the user sees it
+    env.update(COLUMNS="80", NO_COLOR="1", HOME=str(home), MPLBACKEND="Agg", MPLCONFIGDIR=str(home / "mpl"),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    return env
+
+
+def _snapshot(root: Path) -> str:
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted(dirnames + filenames):
+            p = Path(dirpath) / name
+            st_ = os.lstat(p)
+            h.update(f"{p}:{st_.st_mode}:{st_.st_size}:{st_.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+@dataclass
+class Outcome:
+    number: int
+    argv: list[str]
+    exit: int | None
+    seconds: float
+    max_rss_mb: float
+    problems: list[str]
+    guard: str
+    cwd: str
+    made: list[str]
+    stderr_tail: str
+
+
+@dataclass
+class Session:
+    root: Path
+    seed: int
+    keep_failures: Path | None = None
+    """Where failing cases' directories are kept (with repro.sh); None: not kept."""
+    outcomes: list[Outcome] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    _seen: set = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        home = self.root / "home"
+        (home / "mpl").mkdir(parents=True, exist_ok=True)
+        self.server = ForkServer(cli_env(home))
+        self.commands = commands()
+        self.corpus = corpus_mod.build(self.root / "corpus", self.server)
+        self.outside = self.root / "outside"
+        (self.outside / "victim-dir").mkdir(parents=True, exist_ok=True)
+        (self.outside / "victim.txt").write_text("must stay as it is\n")
+        (self.outside / "victim-dir" / "keep.txt").write_text("must stay as it is\n")
+        self._outside = _snapshot(self.outside)
+        self.cases = self.root / "cases"
+        self.cases.mkdir(exist_ok=True)
+
+    def close(self) -> None:
+        self.server.close()
+
+    # -- one case -----------------------------------------------------------------------------------------------
+
+    def run_case(self, draw) -> Outcome:
+        number = len(self.outcomes)
+        cwd = self.cases / f"case-{number}"
+        if cwd.exists():
+            shutil.rmtree(cwd)
+        cwd.mkdir()
+        case = Builder(draw, self.corpus, cwd, self.outside).build(self.commands)
+        fingerprint = hashlib.sha256(repr((case.argv, case.made)).encode("utf-8", "surrogatepass")).hexdigest()
+        if fingerprint in self._seen:  # Hypothesis mutates earlier cases; an exact repeat teaches nothing
+            shutil.rmtree(cwd, ignore_errors=True)
+            reject()
+        self._seen.add(fingerprint)
+        io = self.root / "io"
+        io.mkdir(exist_ok=True)
+        out, err, guard = io / "stdout", io / "stderr", io / "guard"
+        guard.unlink(missing_ok=True)
+        result = self.server.run(case.argv, str(cwd), str(out), str(err), str(guard), TIMEOUT_S, MEMORY_BYTES)
+        stdout = out.read_text(errors="replace")
+        stderr = err.read_text(errors="replace")
+        guarded = guard.read_text(errors="replace").strip() if guard.exists() else ""
+        problems = self.judge(case, result, stdout, stderr)
+        outcome = Outcome(number, case.argv, result["exit"] if not result["timed_out"] else None, result["seconds"],
+                          result["max_rss_mb"], problems, guarded, str(cwd), case.made, stderr[-1500:])
+        self.outcomes.append(outcome)
+        if problems and self.keep_failures is not None:
+            self._keep(outcome, stdout, stderr)
+        shutil.rmtree(cwd, ignore_errors=True)
+        return outcome
+
+    def judge(self, case: Case, result: dict, stdout: str, stderr: str) -> list[str]:
+        problems = []
+        code = result["exit"]
+        if result["timed_out"]:
+            problems.append(f"hang: still running after {TIMEOUT_S} s")
+        elif result["signal"] is not None:
+            problems.append(f"crash: killed by signal {result['signal']}")
+        elif code == GUARD_EXIT:
+            return []  # stopped before an engine started: counted apart
+        elif code == CRASH_EXIT or "Traceback (most recent call last)" in stdout + stderr:
+            problems.append("traceback")
+        elif code not in (0, 2):
+            problems.append(f"exit {code}")
+        if "MemoryError" in stderr:
+            problems.append("memory: MemoryError under the 1 GB limit")
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        if code == 2 and len(lines) != 1:
+            problems.append(f"multi-line error: {len(lines)} lines on stderr")
+        if code == 0 and case.json:
+            try:
+                json.loads(stdout)
+            except ValueError as e:
+                problems.append(f"json: stdout is not one JSON document ({e})")
+        if code == 0 and case.quiet and "--json" not in case.argv and lines:
+            problems.append(f"quiet: {len(lines)} lines on stderr")
+        if code == 0 and case.quiet and case.json and lines:
+            problems.append(f"quiet: {len(lines)} lines on stderr with --json --quiet")
+        for path, kind in case.specials.items():
+            now = file_type(Path(path))
+            if now != kind:
+                problems.append(f"replaced: {Path(path).name!r} was a {kind}, is now {now}")
+        snap = _snapshot(self.outside)
+        if snap != self._outside:
+            problems.append("outside: a file outside the case's directory changed")
+            shutil.rmtree(self.outside)
+            (self.outside / "victim-dir").mkdir(parents=True)
+            (self.outside / "victim.txt").write_text("must stay as it is\n")
+            (self.outside / "victim-dir" / "keep.txt").write_text("must stay as it is\n")
+            self._outside = _snapshot(self.outside)
+        return problems
+
+    def _keep(self, o: Outcome, stdout: str, stderr: str) -> None:
+        target = self.keep_failures / f"case-{o.number}"
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(o.cwd, target, symlinks=True, ignore_dangling_symlinks=True,
+                        copy_function=_copy_special, dirs_exist_ok=True)
+        (target / "repro.sh").write_text("#!/bin/sh\n# a fuzz failure: " + "; ".join(o.problems) + "\ncd \"$(dirname \"$0\")\"\n"
+                                         f"exec streambed {shlex.join(o.argv)}\n")
+        (target.parent / f"case-{o.number}.stdout").write_text(stdout)
+        (target.parent / f"case-{o.number}.stderr").write_text(stderr)
+
+    # -- the summary --------------------------------------------------------------------------------------------
+
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.problems]
+
+    def summary(self) -> dict:
+        kinds = Counter(p.split(":")[0] for o in self.outcomes for p in o.problems)
+        exits = Counter("timeout" if o.exit is None else ("guard" if o.exit == GUARD_EXIT else str(o.exit))
+                        for o in self.outcomes)
+        per_command = Counter(" ".join(o.argv[:2]) if o.argv[:1] and o.argv[0] in
+                              ("sim", "infra", "ledger", "data", "nodes", "testbed") else o.argv[0]
+                              for o in self.outcomes)
+        seconds = sorted(o.seconds for o in self.outcomes)
+        return {
+            "seed": self.seed,
+            "invocations": len(self.outcomes),
+            "exits": dict(sorted(exits.items())),
+            "failures": len(self.failures()),
+            "tracebacks": kinds.get("traceback", 0),
+            "hangs": kinds.get("hang", 0),
+            "multi_line_errors": kinds.get("multi-line error", 0),
+            "problems": dict(sorted(kinds.items())),
+            "stopped_at_engine_guard": exits.get("guard", 0),
+            "per_command": dict(sorted(per_command.items())),
+            "seconds_total": round(time.monotonic() - self.started, 1),
+            "seconds_per_invocation": {"median": seconds[len(seconds) // 2] if seconds else 0,
+                                       "max": seconds[-1] if seconds else 0},
+            "max_rss_mb": max((o.max_rss_mb for o in self.outcomes), default=0),
+            "failing_cases": [{"case": o.number, "argv": o.argv, "problems": o.problems, "files": o.made,
+                               "stderr": o.stderr_tail[-600:]} for o in self.failures()],
+            "guarded_cases": [{"case": o.number, "argv": o.argv, "guard": o.guard[:200]}
+                              for o in self.outcomes if o.exit == GUARD_EXIT][:50],
+        }
+
+    def report(self, limit: int = 20) -> str:
+        lines = []
+        for o in self.failures()[:limit]:
+            lines.append(f"case {o.number} (seed {self.seed}): {'; '.join(o.problems)}\n"
+                         f"  streambed {shlex.join(o.argv)[:1500]}\n"
+                         + "".join(f"  file {m[:400]}\n" for m in o.made)
+                         + f"  stderr: {o.stderr_tail[-800:]!r}")
+        return "\n".join(lines)
+
+
+def _copy_special(src: str, dst: str) -> None:
+    """Copy a regular file; recreate a FIFO; leave out what cannot be copied (a device node, a giant)."""
+    st_ = os.lstat(src)
+    import stat
+    if stat.S_ISFIFO(st_.st_mode):
+        os.mkfifo(dst)
+    elif stat.S_ISREG(st_.st_mode) and st_.st_size < 8 << 20:
+        shutil.copy2(src, dst)
+
+
+def run(session: Session, examples: int) -> None:
+    """``examples`` generated cases from the session's seed, each judged and recorded. The body never
+    raises on a failure: a long run collects every failure instead of stopping and shrinking at the first,
+    and the caller reports them."""
+
+    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @seed(session.seed)
+    @given(st.data())
+    def one(data) -> None:
+        session.run_case(data.draw)
+
+    one()
