@@ -127,6 +127,17 @@ bench: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) bench/stall_shortfall.py
 	$(PY) bench/datagen_rate.py
 	$(PY) bench/replay_rate.py
+	-$(MAKE) --no-print-directory fuzz
+
+# Property-based fuzzing of the command line (docs/robustness.md): FUZZ_EXAMPLES generated invocations of
+# every command, from FUZZ_SEED (the same seed gives the same cases). Prints the summary; writes it to
+# $(FUZZ_OUT)/summary.json and keeps each failing case's files with a repro.sh under $(FUZZ_OUT)/failures/.
+FUZZ_EXAMPLES ?= 2000
+FUZZ_SEED ?= 20261126
+FUZZ_OUT ?= $(CAMPAIGN_DIR)/fuzz
+.PHONY: fuzz
+fuzz: $(VENV)/.installed
+	PYTHONPATH=tests nice -n 5 $(PY) -m fuzz_support.run --examples $(FUZZ_EXAMPLES) --seed $(FUZZ_SEED) --out $(FUZZ_OUT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info
