@@ -15,6 +15,9 @@ Sections (issues #3 and #11):
      BIDS2's on as many slots, each one's MST as measured, against the sim's ground truth.
   E. The probes of bench/profiles/ judged as section A judges the public profiles: query shapes and
      key distributions the planner was not developed on (held-out proxies, bench/profiles/README.md).
+  G. Generated workloads (`streambed sim generate`): random plausible profiles planned at 1.5, 3, 10 and
+     25x their 48-slot MST at two memories per slot, every entry judged by the plan's own configuration
+     as section A judges it (its own MST / target, slots / true minimum, wrong "unreachable").
 Prints tables and writes everything to <out>/evaluation.json. Asserts nothing.
 """
 
@@ -33,6 +36,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -181,7 +185,8 @@ def under_line(record: dict) -> str:
 
 
 def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = None, seed: int = 0,
-                checkpoint_slots: int | None = None, explorer: dict | None = None) -> dict:
+                checkpoint_slots: int | None = None, explorer: dict | None = None,
+                memories: tuple[int, ...] = tuple(MEMORIES)) -> dict:
     """One section A row: ``name`` planned for ``multiple`` x its 48-slot truth, each memory's entry judged
     by the sim's truth (the plan's own configuration, and the smallest budget of that memory that
     sustains the rate). The row's top-level fields are the 4 GB entry's; ``memories`` holds every
@@ -194,32 +199,38 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
     testbed_mst = gt.true_mst(TESTBED_SLOTS, 4096).mst
     rate = multiple * testbed_mst
     timing = "paper-complex" if any(q in name for q in COMPLEX) or any(o.kind == "join" for o in profile.operators) else "paper-simple"
-    outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, MEMORIES, timing, seed, risk=risk,
+    outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, list(memories), timing, seed, risk=risk,
                             checkpoint_slots=checkpoint_slots, explorer=explorer, profile=profile)
     plan, ex = outcome.plan, outcome.exploration
-    memories = {}
+    by_memory = {}
     for e in plan.entries:  # every memory by the same rule: validate deploys the cheapest, not the 4 GB one
-        own_e = None
+        own_e, own_truth = None, None
         if e.slots:
-            own_e = gt.configuration_mst(Configuration.of(profile.query(), e.configuration, e.max_parallelism),
-                                         e.memory_mb).mst
+            own_truth = gt.configuration_mst(Configuration.of(profile.query(), e.configuration, e.max_parallelism),
+                                             e.memory_mb)
+            own_e = own_truth.mst
         found = gt.least_slots(rate, e.memory_mb)
         true_min_e = found[0] if found else None
-        memories[e.memory_mb] = {"planned": e.slots, "own_mst": own_e,
-                                 "own_over_rate": own_e / rate if own_e is not None else None,
-                                 "true_min": true_min_e, "limit": e.max_slots,
-                                 "verdict": plan_verdict(e.slots, own_e, rate, true_min_e, e.max_slots)}
+        by_memory[e.memory_mb] = {"planned": e.slots, "own_mst": own_e,
+                                  "own_over_rate": own_e / rate if own_e is not None else None,
+                                  "true_min": true_min_e, "limit": e.max_slots,
+                                  "verdict": plan_verdict(e.slots, own_e, rate, true_min_e, e.max_slots),
+                                  "configuration": e.configuration, "max_parallelism": e.max_parallelism,
+                                  "own_bottleneck": own_truth.bottleneck if own_truth else None,
+                                  "true_min_configuration": found[1].configuration.as_dict() if found else None,
+                                  "true_min_max_parallelism": found[1].configuration.max_parallelism if found else None,
+                                  "key_warning": e.key_warning, "risk": e.risk}
     entry = plan.entry(4096)
-    own, true_min = memories[4096]["own_mst"], memories[4096]["true_min"]
+    own, true_min = by_memory[4096]["own_mst"], by_memory[4096]["true_min"]
     limit = entry.max_slots
-    verdict = memories[4096]["verdict"]
+    verdict = by_memory[4096]["verdict"]
     return {"profile": name, "multiple": multiple, "rate": rate, "testbed_mst": testbed_mst, "family": plan.family,
             "selection": ex.selection, "planned": {e.memory_mb: e.slots for e in plan.entries},
             "planned_slots": entry.slots, "configuration": entry.configuration,
             "max_parallelism": entry.max_parallelism, "true_min": true_min,
             "own_mst": own, "own_over_rate": own / rate if own is not None else None, "limit": limit,
             "verdict": verdict, "risk": entry.risk, "optimizer_calls": ex.optimizer_calls, "estimator_calls": ex.estimator_calls,
-            "testbed_minutes": ex.testbed_seconds / 60, "memories": memories,
+            "testbed_minutes": ex.testbed_seconds / 60, "memories": by_memory,
             "checkpoints": [{"memory_mb": p.memory_mb, "slots": p.slots, "mst": p.mst} for p in ex.points
                             if p.phase == "checkpoint"], "wall_s": time.time() - t0}
 
@@ -571,6 +582,112 @@ def section_d(out_dir: Path) -> list[dict]:
     return rows
 
 
+# -- G ------------------------------------------------------------------------------------------------
+
+GENERATED_MULTIPLES = (1.5, 3, 10, 25)
+"""Section G plans each generated profile for these multiples of what its 48-slot testbed sustains..."""
+GENERATED_MEMORIES = (1024, 4096)
+"""...at these memories per slot: 4 GB, where the generated state was sized (docs/sim-profiles.md), and
+1 GB, where more of it misses the slot's memory."""
+SUSTAIN_FLOOR = 0.97
+"""Issue 35's line: an entry whose own configuration sustains less than this share of the target."""
+
+
+def generated_summary(records: list[dict]) -> dict:
+    """Section G's summary over entries (one per profile, multiple and memory, as ``memory_records`` gives
+    them): entries whose own configuration sustains < SUSTAIN_FLOOR of the target, "unreachable" answers
+    where the truth reaches the rate (any budget up to the truth's bound: a plan of 1.3 x its minimum
+    would do), and planned slots over the true minimum (median, 95th percentile) where both exist."""
+    ratios = [r["planned_slots"] / r["true_min"] for r in records if r["planned_slots"] and r["true_min"]]
+    reachable = [r for r in records if r["true_min"]]
+    wrong = [r for r in records if r["planned_slots"] is None and r["true_min"]]
+    short = [r for r in records if r["own_over_rate"] is not None and r["own_over_rate"] < SUSTAIN_FLOOR]
+    return {"entries": len(records), "planned": sum(r["planned_slots"] is not None for r in records),
+            "short": len(short), "under": sum(r["verdict"] == UNDER for r in records),
+            "over": sum(r["verdict"] == OVER for r in records), "right": sum(r["verdict"] == RIGHT for r in records),
+            "unreachable_agreed": sum(r["planned_slots"] is None and not r["true_min"] for r in records),
+            "unreachable_wrong": len(wrong), "reachable": len(reachable),
+            "unreachable_wrong_share": len(wrong) / len(records) if records else None,
+            "unreachable_wrong_share_of_reachable": len(wrong) / len(reachable) if reachable else None,
+            "median_slots_over_truth": float(np.percentile(ratios, 50)) if ratios else None,
+            "p95_slots_over_truth": float(np.percentile(ratios, 95)) if ratios else None,
+            "worst_slots_over_truth": max(ratios) if ratios else None}
+
+
+def generated_summary_line(s: dict) -> str:
+    def ratio(v):
+        return f"{v:.2f}" if v is not None else "-"
+
+    def share(v):
+        return f"{100 * v:.1f} %" if v is not None else "-"
+
+    return (f"{s['entries']} entries ({s['planned']} planned): {s['short']} whose own configuration sustains < "
+            f"{SUSTAIN_FLOOR:g} of the target ({s['under']} below 1.0), {s['over']} over 1.25 x the true minimum, "
+            f"{s['right']} right; {s['unreachable_wrong']} unreachable where the truth reaches the rate "
+            f"({share(s['unreachable_wrong_share'])} of the entries, {share(s['unreachable_wrong_share_of_reachable'])} "
+            f"of the {s['reachable']} the truth reaches), {s['unreachable_agreed']} where it agrees; slots / true "
+            f"minimum: median {ratio(s['median_slots_over_truth'])}, 95th percentile {ratio(s['p95_slots_over_truth'])}, "
+            f"worst {ratio(s['worst_slots_over_truth'])}")
+
+
+def generated_case(out_dir: Path, path: str, multiple: float, seed: int) -> dict:
+    """One section G case: section A's judged plan at GENERATED_MEMORIES, or the error it raised (a generated
+    profile the planner cannot plan is a finding, not a reason to stop the section)."""
+    t0 = time.time()
+    try:
+        return judged_plan(out_dir, path, multiple, seed=seed, memories=GENERATED_MEMORIES)
+    except Exception as e:  # noqa: BLE001 - reported per case, with its type
+        return {"profile": Path(path).stem, "multiple": multiple, "error": f"{type(e).__name__}: {e}",
+                "wall_s": time.time() - t0}
+
+
+def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed: int = 0) -> dict:
+    """``count`` generated profiles of ``profile_seed`` (the first ``count`` of that seed: a prefix of any
+    larger run), each planned at GENERATED_MULTIPLES x its 48-slot MST and judged entry by entry."""
+    from streambed.testbed.sim.generate import write_profiles
+
+    files = write_profiles(out_dir / "profiles", count, profile_seed)
+    cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
+    rows, errors = [], []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for r in pool.map(generated_case, *zip(*cases)):
+            if "error" in r:
+                errors.append(r)
+                console.print(f"G {r['profile']} x{r['multiple']:g}: error {r['error']} [{r['wall_s']:.0f} s]")
+                continue
+            rows.append(r)
+            console.print(f"G {r['profile']} x{r['multiple']:g}: " + ", ".join(
+                f"{m} MB {e['planned'] or 'unreachable'} slots (truth {e['true_min'] or 'none'}, own/target "
+                f"{fmt(e['own_over_rate'])})" for m, e in sorted(r["memories"].items())) + f" [{r['wall_s']:.0f} s]")
+    records = memory_records(rows)
+    by_case = {(r["profile"], r["multiple"]): r for r in rows}
+    for rec in records:
+        e = by_case[(rec["profile"], rec["multiple"])]["memories"][rec["memory_mb"]]
+        rec.update(rate=by_case[(rec["profile"], rec["multiple"])]["rate"], own_bottleneck=e["own_bottleneck"],
+                   configuration=e["configuration"], true_min_configuration=e["true_min_configuration"],
+                   key_warning=e["key_warning"], limit=e["limit"])
+    table(f"G. {count} generated profiles (seed {profile_seed}) at {'/'.join(f'{m:g}' for m in GENERATED_MULTIPLES)}x "
+          f"the 48-slot MST, judged by each plan's own configuration",
+          ("profile", "x", "MB", "rate, ev/s", "planned", "true min", "own MST / target", "slots / true min",
+           "verdict", "own bottleneck"),
+          [(r["profile"], f"{r['multiple']:g}", r["memory_mb"], r["rate"], r["planned_slots"] or "unreachable",
+            r["true_min"] or "none", f"{r['own_over_rate']:.3f}" if r["own_over_rate"] is not None else "-",
+            f"{r['planned_slots'] / r['true_min']:.2f}" if r["planned_slots"] and r["true_min"] else "-",
+            r["verdict"], r["own_bottleneck"]) for r in records])
+    s = generated_summary(records)
+    walls = [r["wall_s"] for r in rows]
+    s.update(profiles=count, profile_seed=profile_seed, cases=len(cases), errors=len(errors),
+             median_case_wall_s=statistics.median(walls) if walls else None)
+    console.print("G summary: " + generated_summary_line(s) + f"; {len(errors)} cases failed")
+    for rec in records:
+        if rec["own_over_rate"] is not None and rec["own_over_rate"] < SUSTAIN_FLOOR:
+            console.print(f"G short: {under_line(rec)}, bottleneck {rec['own_bottleneck']}")
+        if rec["planned_slots"] is None and rec["true_min"]:
+            console.print(f"G wrong unreachable: {rec['profile']} x{rec['multiple']:g} at {rec['memory_mb']} MB, "
+                          f"truth {rec['true_min']} slots, stated limit {rec['limit']}")
+    return {"records": records, "rows": rows, "errors": errors, "summary": s}
+
+
 def finite(value):
     """JSON has no infinity or NaN (Python would write them anyway): they become null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -585,7 +702,7 @@ def finite(value):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="campaigns/evaluate", help="campaign ledgers, plots and evaluation.json")
-    parser.add_argument("--sections", default="ABCDE")
+    parser.add_argument("--sections", default="ABCDEG")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per analytic profile and noise level (section B)")
     parser.add_argument("--noise", type=parse_noise_levels, default=parse_noise_levels(DEFAULT_NOISE),
                         help="section B's run-to-run noise levels, in percent, comma-separated; 'shipped' is each "
@@ -602,6 +719,9 @@ def main() -> int:
     parser.add_argument("--profiles", default=None,
                         help="section A: these profiles (shipped names or YAML paths, comma-separated) instead of the "
                              "ten public ones; section E runs the probes of bench/profiles/")
+    parser.add_argument("--generated-count", type=int, default=200,
+                        help="section G: how many generated profiles (the first N of --generated-seed)")
+    parser.add_argument("--generated-seed", type=int, default=0, help="section G: the profiles' seed")
     parser.add_argument("--risk", type=float, default=None,
                         help="section A: size plans for this risk of under-provisioning instead of the 1.10 factor")
     args = parser.parse_args()
@@ -620,7 +740,9 @@ def main() -> int:
                                                              explorer=explorer)),
                 ("E", "E_probes", lambda: section_a(out / "E", args.jobs, names=PROBES, risk=args.risk,
                                                     seed=args.seed_a, checkpoint_slots=args.checkpoint_slots,
-                                                    explorer=explorer, label="E")))
+                                                    explorer=explorer, label="E")),
+                ("G", "G_generated", lambda: section_g(out / "G", args.generated_count, args.generated_seed,
+                                                       args.jobs, seed=args.seed_a)))
     for letter, key, run in sections:
         if letter in args.sections:
             started = time.time()
