@@ -194,3 +194,46 @@ def test_generate_refuses_a_file_as_its_directory_in_one_line(tmp_path):
     assert "--out" in line and "not a directory" in line
     line = error_line(streambed("sim", "generate", "--count", "0", "--out", "d", cwd=tmp_path))
     assert "--count" in line
+
+
+# -- section G's summary (bench/evaluate.py) ---------------------------------------------------------------
+
+def _evaluate():
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("bench_evaluate_g", REPO / "bench" / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _record(planned, true_min, own_over_rate, verdict):
+    return {"profile": "gen-0-0000", "multiple": 3, "memory_mb": 4096, "planned_slots": planned,
+            "true_min": true_min, "own_over_rate": own_over_rate, "verdict": verdict}
+
+
+def test_the_generated_summary_counts_short_entries_wrong_unreachable_and_slot_ratios():
+    ev = _evaluate()
+    records = [_record(110, 100, 1.10, ev.RIGHT), _record(120, 100, 0.98, ev.UNDER),
+               _record(150, 100, 0.96, ev.UNDER), _record(300, 100, 2.0, ev.OVER),
+               _record(None, 500, None, ev.UNREACHABLE_LIMIT),  # beyond its stated limit: still wrong here
+               _record(None, None, None, ev.UNREACHABLE_AGREED)]
+    s = ev.generated_summary(records)
+    assert (s["entries"], s["planned"], s["short"], s["under"], s["over"], s["right"]) == (6, 4, 1, 2, 1, 1)
+    assert (s["unreachable_wrong"], s["unreachable_agreed"], s["reachable"]) == (1, 1, 5)
+    assert s["unreachable_wrong_share"] == pytest.approx(1 / 6)
+    assert s["unreachable_wrong_share_of_reachable"] == pytest.approx(1 / 5)
+    assert s["median_slots_over_truth"] == pytest.approx(1.35)
+    assert s["p95_slots_over_truth"] == pytest.approx(np.percentile([1.1, 1.2, 1.5, 3.0], 95))
+    assert s["worst_slots_over_truth"] == 3.0
+    line = ev.generated_summary_line(s)
+    assert "1 whose own configuration sustains < 0.97" in line and "median 1.35" in line
+
+
+def test_the_generated_summary_of_nothing_planned_has_no_ratios():
+    ev = _evaluate()
+    s = ev.generated_summary([_record(None, None, None, ev.UNREACHABLE_AGREED)])
+    assert s["median_slots_over_truth"] is None and s["unreachable_wrong_share_of_reachable"] is None
+    assert "median -" in ev.generated_summary_line(s)
