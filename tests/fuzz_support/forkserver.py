@@ -5,8 +5,8 @@ and matplotlib; this server imports them once and forks per invocation, so each 
 and isolated (no state survives into the next case). Each child runs ``cli.main(argv)`` with its
 stdout and stderr in files, in its own working directory, under RLIMIT_AS and a wall-clock timeout.
 
-The child cannot start an engine: creating a process (subprocess, exec, fork, posix_spawn) or
-opening an Internet socket ends it at once with GUARD_EXIT and a line in its guard file, before
+The child cannot start an engine: creating a process (subprocess, exec, fork, posix_spawn),
+sending a signal, looking up a host name or opening an Internet socket ends it at once with GUARD_EXIT and a line in its guard file, before
 anything is executed or connected. So a generated invocation that gets past every check of an engine
 command (Flink, Spark, Terraform, Ansible, SSH, Kafka) is stopped and reported, never run.
 
@@ -87,11 +87,10 @@ def _guard(guard_file: str) -> None:
     socket.socket.connect = internet(original_connect, "connect")
     socket.socket.connect_ex = internet(original_connect_ex, "connect")
 
-    def no_dns(*args, **kwargs):
-        raise socket.gaierror(socket.EAI_NONAME, "name resolution is off in the fuzz")
-
-    socket.getaddrinfo = no_dns
-    socket.gethostbyname = no_dns
+    # a name looked up is a connection about to be made (a client that cannot resolve retries for minutes)
+    socket.getaddrinfo = stop("getaddrinfo")
+    socket.gethostbyname = stop("gethostbyname")
+    socket.create_connection = stop("create_connection")
 
 
 def _child(req: dict) -> None:

@@ -24,7 +24,7 @@ from streambed.policies import POLICIES
 
 from . import mutate
 from .commands import Command, Option
-from .corpus import DATASET, PROFILES, Corpus
+from .corpus import DATASET, PLAN_ARGV, PROFILES, Corpus
 
 Draw = Callable[[st.SearchStrategy], Any]
 
@@ -175,19 +175,12 @@ class Builder:
         return self._note(name, kind)
 
     def damaged(self, fmt: str, source: Path, target: Path) -> None:
-        """``source`` copied to ``target``, damaged by the mutation of its format most of the time."""
+        """``source`` copied to ``target``, damaged by a mutation of its format."""
         content = source.read_bytes()
         if fmt == "ledger":
             if source != target:
                 shutil.copy(source, target)
-            if self.draw(st.integers(0, 9)) < 7:
-                self._note(str(target.relative_to(self.cwd)), "ledger: " + mutate.ledger(self.draw, target))
-            else:
-                self._note(str(target.relative_to(self.cwd)), "ledger copied whole")
-            return
-        if self.draw(st.integers(0, 9)) < 3:
-            target.write_bytes(content)
-            self._note(str(target.relative_to(self.cwd)), f"{source.name} copied whole")
+            self._note(str(target.relative_to(self.cwd)), "ledger: " + mutate.ledger(self.draw, target))
             return
         if fmt in ("profile", "inventory_yaml"):
             new = mutate.yaml_file(self.draw, content)
@@ -200,19 +193,22 @@ class Builder:
         target.write_bytes(new)
         self._note(str(target.relative_to(self.cwd)), f"{source.name} damaged ({len(new)} bytes): {new[:200]!r}")
 
-    def file(self, formats: list[str]) -> str:
-        """A file of one of ``formats``, damaged or not, or a special path (1 in 4)."""
-        if self.draw(st.integers(0, 3)) == 0:
-            return self.special()
+    def file(self, formats: list[str], damaged: bool) -> str:
+        """A copy of a corpus file of one of ``formats``, damaged or whole."""
         fmt = self.draw(st.sampled_from(formats))
         source = self.draw(st.sampled_from(self.corpus.of(fmt)))
         name = self._name(source.suffix)
-        self.damaged(fmt, source, self.cwd / name)
+        if damaged:
+            self.damaged(fmt, source, self.cwd / name)
+        else:
+            shutil.copy(source, self.cwd / name)
         return name
 
-    def campaign_dir(self, existing: bool) -> str:
-        how = self.draw(st.sampled_from(["copy", "copy", "copy", "fresh", "special"] if existing else
-                                        ["fresh", "fresh", "copy", "special"]))
+    def campaign_dir(self, hostile: bool, existing: bool) -> str:
+        if not hostile:
+            how = "copy" if existing else self.draw(st.sampled_from(["fresh", "fresh", "copy"]))
+        else:
+            how = self.draw(st.sampled_from(["damaged", "damaged", "damaged", "special"]))
         if how == "special":
             return self.special()
         name = self._name("-campaign")
@@ -220,7 +216,8 @@ class Builder:
             return self._note(name, "a new campaign directory")
         target = self.cwd / name
         shutil.copytree(self.corpus.campaign, target)
-        victim = self.draw(st.sampled_from(["ledger", "ledger", "ledger", "plan", "exploration", "metrics", "none"]))
+        victim = self.draw(st.sampled_from(["ledger", "ledger", "ledger", "plan", "exploration", "metrics"])) \
+            if how == "damaged" else "none"
         if victim == "ledger":
             self.damaged("ledger", target / "ledger.sqlite", target / "ledger.sqlite")
         elif victim != "none":
@@ -228,11 +225,13 @@ class Builder:
             self.damaged(victim, target / f, target / f)
         return self._note(name, f"a copy of the corpus campaign ({victim} damaged or copied)")
 
-    def inventory(self) -> str:
-        if self.draw(st.integers(0, 4)) == 0:
+    def inventory(self, hostile: bool) -> str:
+        if hostile and self.draw(st.integers(0, 4)) == 0:
             return self.special()
         target = self.cwd / "inventories" / self._name()
         shutil.copytree(self.corpus.inventory, target)
+        if not hostile:
+            return str(target.relative_to(self.cwd))
         victim = self.draw(st.sampled_from(["testbed.yml", "testbed.yml", "hosts.yml", "group_vars/all.yml", "remove"]))
         if victim == "remove":
             gone = self.draw(st.sampled_from(["testbed.yml", "hosts.yml", "group_vars/all.yml"]))
@@ -242,19 +241,20 @@ class Builder:
             self.damaged("inventory_yaml", target / victim, target / victim)
         return str(target.relative_to(self.cwd))
 
-    def lake(self) -> str:
-        if self.draw(st.integers(0, 4)) == 0:
+    def lake(self, hostile: bool) -> str:
+        if hostile and self.draw(st.integers(0, 4)) == 0:
             return self.special()
         name = self.draw(st.sampled_from(["datalake", self._name("-lake")]))
         target = self.cwd / name
         if not target.exists():
             shutil.copytree(self.corpus.lake, target)
-            manifest = target / DATASET / "dataset.json"
-            self.damaged("manifest", manifest, manifest)
+            if hostile:
+                manifest = target / DATASET / "dataset.json"
+                self.damaged("manifest", manifest, manifest)
         return name
 
-    def output(self) -> str:
-        if self.draw(st.integers(0, 2)) == 0:
+    def output(self, hostile: bool) -> str:
+        if not hostile:
             return self._note(self._name(self.draw(st.sampled_from([".html", ".csv", "", "/"]))), "a new path")
         if self.draw(st.booleans()):
             p = self.cwd / self._name(".html")
@@ -264,8 +264,10 @@ class Builder:
                                                        "link_outside", "link_outside_dir", "link_to_dir",
                                                        "control_name", "long", "deep_missing"])))
 
-    def profile(self) -> str:
-        how = self.draw(st.sampled_from(["name", "name", "file", "file", "shadow", "text"]))
+    def profile(self, hostile: bool) -> str:
+        how = self.draw(st.sampled_from(["file", "shadow", "text"] if hostile else ["name", "name", "copy"]))
+        if how == "copy":
+            return self.file(["profile"], damaged=False)
         if how == "name":
             return self.draw(st.sampled_from(PROFILE_NAMES))
         if how == "shadow":  # a file of a shipped profile's name in the working directory
@@ -276,7 +278,7 @@ class Builder:
             return name
         if how == "text":
             return self.draw(st.sampled_from(HOSTILE_TEXT))
-        return self.file(["profile"])
+        return self.file(["profile"], damaged=True)
 
     # -- values -------------------------------------------------------------------------------------------------
 
@@ -285,41 +287,70 @@ class Builder:
         pool = HOSTILE_NUMBERS if numeric else HOSTILE_TEXT
         return self.draw(st.one_of(st.sampled_from(pool), mutate.hostile_strings.filter(lambda s: "\x00" not in s)))
 
-    def value(self, opt: Option, cmd: Command) -> str:
+    def value(self, opt: Option, cmd: Command, hostile: bool) -> str:
+        """A value for ``opt``: what a user would type, or (``hostile``) something spoiled: a malformed
+        value, a damaged file, a special path."""
         kind = opt.kind
         if kind == "choice":
-            return self.draw(st.sampled_from(list(opt.choices))) if self.draw(st.integers(0, 4)) else \
-                self.hostile("text")
-        makers = {
-            "profile": self.profile,
-            "profile_file": lambda: self.file(["profile"]),
-            "records": lambda: self.file(["metrics", "exploration", "csv", "ledger", "plan"]),
-            "path_plan": lambda: self.file(["plan", "plan", "plan", "exploration", "metrics"]),
-            "campaign_dir": lambda: self.campaign_dir(existing=cmd.path[0] in ("export", "ledger", "report",
-                                                                                "analytics") or
-                                                      "--resume" in self.case.argv),
-            "out": self.output,
-            "path_dest": self.output,
-            "path_inventory": self.inventory,
-            "path_checkpoint_inventory": self.inventory,
-            "path_lake": self.lake,
-            "path_queries_dir": lambda: str(self.corpus.queries) if self.draw(st.booleans()) else self.special(),
-            "path_var_file": lambda: self.file(["text"]),
-            "path_path": lambda: self.lake() + "/" + DATASET + "/json",
-            "input": lambda: self.draw(st.sampled_from(["generator", DATASET, DATASET, self.lake() + "/" + DATASET,
-                                                        "../" + DATASET, "nope"])),
+            return self.hostile("text") if hostile else self.draw(st.sampled_from(list(opt.choices)))
+        files = {
+            "profile_file": ["profile"],
+            "records": ["metrics", "exploration", "csv", "ledger"],
+            "path_plan": ["plan"],
+            "path_var_file": ["text"],
         }
-        if self.draw(st.integers(0, 9)) < 3 and kind not in ("profile", "input"):
-            return self.hostile(kind)
+        if kind in files:
+            if hostile and self.draw(st.integers(0, 3)) == 0:
+                return self.draw(st.one_of(st.sampled_from(SPECIALS).map(self.special),
+                                           st.just(None).map(lambda _: self.hostile("text"))))
+            formats = files[kind] if not hostile or self.draw(st.integers(0, 4)) else \
+                ["metrics", "exploration", "csv", "plan", "profile", "manifest"]  # a file of another kind
+            return self.file(formats, damaged=hostile)
+        makers = {
+            "profile": lambda: self.profile(hostile),
+            "campaign_dir": lambda: self.campaign_dir(hostile, existing=cmd.path[0] in (
+                "export", "ledger", "report", "analytics") or "--resume" in self.case.argv),
+            "out": lambda: self.output(hostile),
+            "path_dest": lambda: self.output(hostile),
+            "path_inventory": lambda: self.inventory(hostile),
+            "path_checkpoint_inventory": lambda: self.inventory(hostile),
+            "path_lake": lambda: self.lake(hostile),
+            "path_queries_dir": lambda: self.special() if hostile else str(self.corpus.queries),
+            "path_path": lambda: self.lake(hostile) + "/" + DATASET + "/json",
+            "input": lambda: self.draw(st.sampled_from(["../" + DATASET, "nope", "generator/..", "."]
+                                                       if hostile else ["generator", DATASET,
+                                                                        self.lake(False) + "/" + DATASET])),
+        }
         if kind in makers:
+            if hostile and kind not in ("profile", "campaign_dir", "out", "path_dest") and \
+                    self.draw(st.integers(0, 4)) == 0:
+                return self.hostile("text")
             return makers[kind]()
-        if kind in VALID:
-            return self.draw(st.sampled_from(VALID[kind]))
-        return self.hostile("text")  # a kind this fuzz does not know yet: still fuzzed
+        if hostile or kind not in VALID:  # a kind this fuzz does not know yet is still fuzzed
+            return self.hostile(kind)
+        return self.draw(st.sampled_from(VALID[kind]))
 
     # -- the invocation -----------------------------------------------------------------------------------------
 
+    def resume(self) -> Case:
+        """The corpus campaign's own plan, resumed on a damaged copy of its directory: the same parameters,
+        so the resume reaches the damaged rows instead of stopping at a changed parameter."""
+        argv = list(PLAN_ARGV)
+        i = argv.index("--campaign-dir")
+        argv[i + 1] = self.campaign_dir(hostile=True, existing=True)
+        argv.append("--resume")
+        for flag in ("--json", "--quiet"):
+            if self.draw(st.booleans()):
+                argv.append(flag)
+        self.case.argv += argv
+        return self.case
+
     def build(self, commands: list[Command]) -> Case:
+        """A command with its required options and some optional ones, all valid but for 0 to 3 spoiled
+        places (an option's value or a file it names): mostly one, so that the spoiled place is what the
+        command meets, not an earlier refusal of something else."""
+        if self.draw(st.integers(0, 7)) == 0:
+            return self.resume()
         cmd = self.draw(st.sampled_from(commands))
         if cmd.name in SLOW and self.draw(st.integers(0, 9)):
             cmd = self.draw(st.sampled_from([c for c in commands if c.name not in SLOW]))
@@ -327,33 +358,36 @@ class Builder:
         argv += cmd.path
         if cmd.option("resume") and self.draw(st.integers(0, 3)) == 0:
             argv.append("--resume")
+        chosen = []
         for opt in cmd.options:
             if opt.dest == "resume":
                 continue
             if opt.kind == "flag":
-                chance = 5 if opt.dest in ("json", "quiet") else 2
-                if self.draw(st.integers(0, 9)) < chance:
+                if self.draw(st.integers(0, 9)) < (5 if opt.dest in ("json", "quiet") else 2):
                     argv.append(opt.flag)
-                continue
+            elif opt.dest == "testbed" or opt.required:  # a missing required option is one of the spoils below
+                chosen.append(opt)
+            elif self.draw(st.integers(0, 9)) < 3:
+                chosen.append(opt)
+        spoils = self.draw(st.sampled_from([0, 1, 1, 1, 1, 2, 3]))
+        hostile = set(self.draw(st.permutations(range(len(chosen))))[:spoils]) if chosen else set()
+        for i, opt in enumerate(chosen):
+            if i in hostile and opt.required and self.draw(st.integers(0, 9)) == 0:
+                continue  # left out
             if cmd.name == "sim calibrate" and opt.dest == "profiles":  # one profile: see SLOW
-                argv += [opt.flag, self.draw(st.sampled_from(PROFILE_NAMES + HOSTILE_TEXT))]
+                argv += [opt.flag, self.draw(st.sampled_from(HOSTILE_TEXT if i in hostile else PROFILE_NAMES))]
                 continue
-            if opt.dest == "testbed":
-                include = self.draw(st.integers(0, 9)) < 9
-            elif opt.required:
-                include = self.draw(st.integers(0, 49)) > 0
-            else:
-                include = self.draw(st.integers(0, 9)) < 3
-            if not include:
+            if opt.dest == "testbed" and i not in hostile:
+                argv += [opt.flag, "sim"]
                 continue
             n = self.draw(st.integers(1, 3)) if opt.many else 1
-            values = [self.value(opt, cmd) for _ in range(n)]
+            values = [self.value(opt, cmd, i in hostile) for _ in range(n)]
             argv += ([opt.flag] if opt.flag else []) + values
-        extra = self.draw(st.integers(0, 29))
+        extra = self.draw(st.integers(0, 39))
         if extra == 0:
             argv.append(self.draw(st.sampled_from(["--no-such-option", "-x", "--rate=", "extra-positional"])))
-        elif extra == 1 and len(argv) > len(cmd.path) + 1:  # an option given twice
-            opts = [a for a in argv if a.startswith("--")]
+        elif extra == 1:  # an option given twice
+            opts = [a for a in argv if a.startswith("--") and a not in ("--json", "--quiet", "--resume")]
             if opts:
-                argv += [self.draw(st.sampled_from(opts)), "1"]
+                argv += [self.draw(st.sampled_from(opts)), self.hostile("text")]
         return self.case
