@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streambed.campaigns.plan import run_plan
+from streambed.commands import args as cli_args
 from streambed.campaigns.chain import assemble
 from streambed.policies import DEFAULT_POLICY
 from streambed.estimator import Timing
@@ -719,9 +720,9 @@ def main() -> int:
     parser.add_argument("--profiles", default=None,
                         help="section A: these profiles (shipped names or YAML paths, comma-separated) instead of the "
                              "ten public ones; section E runs the probes of bench/profiles/")
-    parser.add_argument("--generated-count", type=int, default=200,
+    parser.add_argument("--generated-count", type=cli_args.count, default=200,
                         help="section G: how many generated profiles (the first N of --generated-seed)")
-    parser.add_argument("--generated-seed", type=int, default=0, help="section G: the profiles' seed")
+    parser.add_argument("--generated-seed", type=cli_args.seed, default=0, help="section G: the profiles' seed")
     parser.add_argument("--risk", type=float, default=None,
                         help="section A: size plans for this risk of under-provisioning instead of the 1.10 factor")
     args = parser.parse_args()
