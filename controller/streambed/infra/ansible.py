@@ -207,8 +207,14 @@ def inventory_settings(inventory: Path) -> dict[str, Any]:
     path = inv_dir / "group_vars" / "all.yml"
     if not path.is_file():
         raise UserError(f"inventory settings not found: {path} (expected group_vars/all.yml beside the inventory)")
-    with path.open(encoding="utf-8") as fh:
-        raw = yaml.safe_load(fh) or {}
+    from streambed.files import read_input_text  # the size cap and the refusal of FIFOs and devices
+
+    try:
+        raw = yaml.safe_load(read_input_text(path)) or {}
+    except RecursionError:
+        raise UserError(f"{path}: YAML nested too deeply") from None
+    except yaml.YAMLError as e:  # one line: the problem, not the multi-line mark of where
+        raise UserError(f"{path} is not valid YAML ({getattr(e, 'problem', None) or type(e).__name__})") from None
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a mapping of variable names to values")
 
