@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
           f"multi-line errors {summary['multi_line_errors']}); by kind: {summary['problems']}")
     print(f"  stopped at the engine guard: {summary['stopped_at_engine_guard']}")
     print(f"  per command: {summary['per_command']}")
-    print(session.report(limit=30))
+    print("  failures by cause (cases):")
+    for key, cases in summary["failure_groups"].items():
+        print(f"    {len(cases):4d}  {key}   [{', '.join(map(str, cases[:8]))}{' ...' if len(cases) > 8 else ''}]")
+    print(session.report(limit=10))
     print(f"summary: {out / 'summary.json'}; failing cases: {out / 'failures'}/case-N/repro.sh")
     return 1 if summary["failures"] else 0
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import time
@@ -186,13 +187,22 @@ class Session:
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.problems]
 
+    def groups(self) -> dict[str, list[int]]:
+        """Failures grouped by what broke, the command and the shape of the last stderr line (numbers,
+        quoted values and paths left out), so that one cause is one entry: {signature: [case numbers]}."""
+        found: dict[str, list[int]] = {}
+        for o in self.failures():
+            last = (o.stderr_tail.strip().splitlines() or [""])[-1]
+            shape = re.sub(r"'[^']*'|\"[^\"]*\"|\S*/\S*|\d+", "_", last)[:90]
+            key = f"{' / '.join(p.split(':')[0] for p in o.problems)} | {_command(o.argv)} | {shape}"
+            found.setdefault(key, []).append(o.number)
+        return dict(sorted(found.items(), key=lambda kv: -len(kv[1])))
+
     def summary(self) -> dict:
         kinds = Counter(p.split(":")[0] for o in self.outcomes for p in o.problems)
         exits = Counter("timeout" if o.exit is None else ("guard" if o.exit == GUARD_EXIT else str(o.exit))
                         for o in self.outcomes)
-        per_command = Counter(" ".join(o.argv[:2]) if o.argv[:1] and o.argv[0] in
-                              ("sim", "infra", "ledger", "data", "nodes", "testbed") else o.argv[0]
-                              for o in self.outcomes)
+        per_command = Counter(_command(o.argv) for o in self.outcomes)
         seconds = sorted(o.seconds for o in self.outcomes)
         return {
             "seed": self.seed,
@@ -209,6 +219,7 @@ class Session:
             "seconds_per_invocation": {"median": seconds[len(seconds) // 2] if seconds else 0,
                                        "max": seconds[-1] if seconds else 0},
             "max_rss_mb": max((o.max_rss_mb for o in self.outcomes), default=0),
+            "failure_groups": self.groups(),
             "failing_cases": [{"case": o.number, "argv": o.argv, "problems": o.problems, "files": o.made,
                                "stderr": o.stderr_tail[-600:]} for o in self.failures()],
             "guarded_cases": [{"case": o.number, "argv": o.argv, "guard": o.guard[:200]}
@@ -223,6 +234,16 @@ class Session:
                          + "".join(f"  file {m[:400]}\n" for m in o.made)
                          + f"  stderr: {o.stderr_tail[-800:]!r}")
         return "\n".join(lines)
+
+
+def _command(argv: list[str]) -> str:
+    """'sim run', 'plan': the words of argv before its first option."""
+    words = []
+    for a in argv:
+        if a.startswith("-") or len(words) == 2:
+            break
+        words.append(a)
+    return " ".join(words)
 
 
 def _copy_special(src: str, dst: str) -> None:

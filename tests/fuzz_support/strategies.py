@@ -301,8 +301,7 @@ class Builder:
         }
         if kind in files:
             if hostile and self.draw(st.integers(0, 3)) == 0:
-                return self.draw(st.one_of(st.sampled_from(SPECIALS).map(self.special),
-                                           st.just(None).map(lambda _: self.hostile("text"))))
+                return self.special() if self.draw(st.booleans()) else self.hostile("text")
             formats = files[kind] if not hostile or self.draw(st.integers(0, 4)) else \
                 ["metrics", "exploration", "csv", "plan", "profile", "manifest"]  # a file of another kind
             return self.file(formats, damaged=hostile)
@@ -365,7 +364,8 @@ class Builder:
             if opt.kind == "flag":
                 if self.draw(st.integers(0, 9)) < (5 if opt.dest in ("json", "quiet") else 2):
                     argv.append(opt.flag)
-            elif opt.dest == "testbed" or opt.required:  # a missing required option is one of the spoils below
+            elif opt.dest == "testbed" or opt.required or (cmd.name in SLOW and opt.dest == "profiles"):
+                # (a missing required option is one of the spoils below)
                 chosen.append(opt)
             elif self.draw(st.integers(0, 9)) < 3:
                 chosen.append(opt)
