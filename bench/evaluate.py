@@ -218,6 +218,7 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
                                   "verdict": plan_verdict(e.slots, own_e, rate, true_min_e, e.max_slots),
                                   "configuration": e.configuration, "max_parallelism": e.max_parallelism,
                                   "own_bottleneck": own_truth.bottleneck if own_truth else None,
+                                  "own_model_mst": own_truth.model_mst if own_truth else None,
                                   "true_min_configuration": found[1].configuration.as_dict() if found else None,
                                   "true_min_max_parallelism": found[1].configuration.max_parallelism if found else None,
                                   "key_warning": e.key_warning, "risk": e.risk}
@@ -665,6 +666,7 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     for rec in records:
         e = by_case[(rec["profile"], rec["multiple"])]["memories"][rec["memory_mb"]]
         rec.update(rate=by_case[(rec["profile"], rec["multiple"])]["rate"], own_bottleneck=e["own_bottleneck"],
+                   own_model_mst=e["own_model_mst"], max_parallelism=e["max_parallelism"],
                    configuration=e["configuration"], true_min_configuration=e["true_min_configuration"],
                    key_warning=e["key_warning"], limit=e["limit"])
     table(f"G. {count} generated profiles (seed {profile_seed}) at {'/'.join(f'{m:g}' for m in GENERATED_MULTIPLES)}x "
