@@ -8,7 +8,9 @@ They share one module-scoped deployment and run in file order; the fixture alway
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -182,7 +184,8 @@ def _teardown(bed: Testbed) -> None:
         bed.apply("teardown", flink_state="stopped", prometheus_state="stopped")
     except DeploymentError as exc:  # report, but still leave nothing running
         print(f"[ansible] teardown failed: {exc}")
-        for pattern in (f"--configDir {bed.state_dir}", f"--config.file={bed.state_dir}"):
+        # supervisors first (their command lines name their PID files), or they restart what is killed
+        for pattern in (f"streambed-supervise start {bed.state_dir}", f"--configDir {bed.state_dir}", f"--config.file={bed.state_dir}"):
             found = subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True, text=True)
             for pid in found.stdout.split():
                 os.kill(int(pid), 9)
@@ -222,9 +225,35 @@ def test_prometheus_scrapes_flink(testbed):
             break
         time.sleep(1)
     assert up, "no Flink reporter target is up in Prometheus"
+    # file_sd: exactly the running processes, each on its own port (JobManager: the first, TaskManager n: first + n)
     targets = requests.get(f"{PROMETHEUS}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
-    flink = {t["labels"]["instance"] for t in targets if t["labels"]["job"] == "flink"}
-    assert flink == {f"localhost:{p}" for p in REPORTER_PORTS}
+    flink = {(t["labels"]["instance"], t["labels"]["flink_process"]) for t in targets if t["labels"]["job"] == "flink"}
+    assert flink == {(f"localhost:{REPORTER_PORTS[0]}", "jobmanager"), (f"localhost:{REPORTER_PORTS[1]}", "taskmanager")}
+    sd = json.loads((testbed.state_dir / "conf" / "file_sd" / "flink-localhost.json").read_text())
+    assert [g["targets"] for g in sd] == [[f"localhost:{REPORTER_PORTS[0]}"], [f"localhost:{REPORTER_PORTS[1]}"]]
+
+
+def test_a_killed_taskmanager_is_restarted_by_its_supervisor(testbed):
+    """SIGKILL to the TaskManager's JVM: streambed-supervise starts it again (5 s later) and its slots
+    register again; nothing in Ansible runs meanwhile."""
+    tm = testbed.taskmanager_pid
+    os.kill(tm, signal.SIGKILL)
+    started = time.monotonic()
+    back = None
+    while time.monotonic() - started < 60:
+        tms = requests.get(f"{REST}/taskmanagers", timeout=5).json()["taskmanagers"]
+        pids = subprocess.run(["pgrep", "-f", f"TaskManagerRunner .*--configDir {testbed.state_dir}/conf/flink"],
+                              capture_output=True, text=True).stdout.split()
+        if len(pids) == 1 and int(pids[0]) != tm and len(tms) == 1 and tms[0]["slotsNumber"] == 2:
+            back = time.monotonic() - started
+            break
+        time.sleep(1)
+    assert back is not None, "the TaskManager did not come back within 60 s"
+    print(f"\n[supervise] TaskManager back with its slots {back:.1f} s after SIGKILL")
+    log = (testbed.state_dir / "log" / "flink-taskmanager-1.supervise.log").read_text()
+    assert f"{tm} exited with status -9" in log
+    again = testbed.apply("after the restart")
+    assert again.failed == 0 and again.changed == 0, again
 
 
 def test_memory_change_restarts_only_the_taskmanager(testbed):
