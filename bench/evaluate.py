@@ -27,6 +27,7 @@ import argparse
 import csv
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -643,24 +644,67 @@ def generated_case(out_dir: Path, path: str, multiple: float, seed: int) -> dict
                 "wall_s": time.time() - t0}
 
 
-def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed: int = 0) -> dict:
+def _case_in_child(connection, case: tuple) -> None:
+    connection.send(generated_case(*case))
+    connection.close()
+
+
+def bounded_cases(cases: list[tuple], jobs: int, timeout_s: float):
+    """Section G's cases in at most ``jobs`` child processes, each stopped after ``timeout_s`` of wall
+    time (a truth search that walks towards its 100,000-slot bound can take hours): yields each case's
+    result as it ends, or a record saying it timed out. Only the children this function started are
+    stopped, by their own handles."""
+    context = multiprocessing.get_context("fork")
+    waiting, running = list(cases), []
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            case = waiting.pop(0)
+            receive, send = context.Pipe(duplex=False)
+            child = context.Process(target=_case_in_child, args=(send, case), daemon=True)
+            child.start()
+            send.close()
+            running.append((child, receive, case, time.time()))
+        time.sleep(0.2)
+        for item in list(running):
+            child, receive, case, started = item
+            if receive.poll():
+                result = receive.recv()
+            elif not child.is_alive():
+                result = {"profile": Path(case[1]).stem, "multiple": case[2], "wall_s": time.time() - started,
+                          "error": f"the case's process ended with status {child.exitcode}"}
+            elif time.time() - started > timeout_s:
+                child.kill()
+                result = {"profile": Path(case[1]).stem, "multiple": case[2], "wall_s": time.time() - started,
+                          "error": f"timed out after {timeout_s:.0f} s", "timeout": True}
+            else:
+                continue
+            child.join()
+            receive.close()
+            running.remove(item)
+            yield result
+
+
+def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed: int = 0,
+              case_timeout_s: float = 1800.0) -> dict:
     """``count`` generated profiles of ``profile_seed`` (the first ``count`` of that seed: a prefix of any
-    larger run), each planned at GENERATED_MULTIPLES x its 48-slot MST and judged entry by entry."""
+    larger run), each planned at GENERATED_MULTIPLES x its 48-slot MST and judged entry by entry; a case
+    (one profile at one multiple) that takes longer than ``case_timeout_s`` is stopped and listed."""
     from streambed.testbed.sim.generate import write_profiles
 
     files = write_profiles(out_dir / "profiles", count, profile_seed)
     cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
     rows, errors = [], []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(generated_case, *zip(*cases)):
-            if "error" in r:
-                errors.append(r)
-                console.print(f"G {r['profile']} x{r['multiple']:g}: error {r['error']} [{r['wall_s']:.0f} s]")
-                continue
-            rows.append(r)
-            console.print(f"G {r['profile']} x{r['multiple']:g}: " + ", ".join(
-                f"{m} MB {e['planned'] or 'unreachable'} slots (truth {e['true_min'] or 'none'}, own/target "
-                f"{fmt(e['own_over_rate'])})" for m, e in sorted(r["memories"].items())) + f" [{r['wall_s']:.0f} s]")
+    order = {(Path(c[1]).stem, c[2]): k for k, c in enumerate(cases)}
+    for r in bounded_cases(cases, jobs, case_timeout_s):
+        if "error" in r:
+            errors.append(r)
+            console.print(f"G {r['profile']} x{r['multiple']:g}: error {r['error']} [{r['wall_s']:.0f} s]")
+            continue
+        rows.append(r)
+        console.print(f"G {r['profile']} x{r['multiple']:g}: " + ", ".join(
+            f"{m} MB {e['planned'] or 'unreachable'} slots (truth {e['true_min'] or 'none'}, own/target "
+            f"{fmt(e['own_over_rate'])})" for m, e in sorted(r["memories"].items())) + f" [{r['wall_s']:.0f} s]")
+    rows.sort(key=lambda r: order[(r["profile"], r["multiple"])])
     records = memory_records(rows)
     by_case = {(r["profile"], r["multiple"]): r for r in rows}
     for rec in records:
@@ -679,9 +723,13 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
             r["verdict"], r["own_bottleneck"]) for r in records])
     s = generated_summary(records)
     walls = [r["wall_s"] for r in rows]
-    s.update(profiles=count, profile_seed=profile_seed, cases=len(cases), errors=len(errors),
+    timeouts = [e for e in errors if e.get("timeout")]
+    s.update(profiles=count, profile_seed=profile_seed, cases=len(cases), errors=len(errors) - len(timeouts),
+             timeouts=len(timeouts), case_timeout_s=case_timeout_s,
              median_case_wall_s=statistics.median(walls) if walls else None)
-    console.print("G summary: " + generated_summary_line(s) + f"; {len(errors)} cases failed")
+    console.print("G summary: " + generated_summary_line(s) + f"; {len(errors) - len(timeouts)} cases failed, "
+                  f"{len(timeouts)} stopped after {case_timeout_s:.0f} s (not in the counts): "
+                  + (", ".join(f"{e['profile']} x{e['multiple']:g}" for e in timeouts) or "none"))
     for rec in records:
         if rec["own_over_rate"] is not None and rec["own_over_rate"] < SUSTAIN_FLOOR:
             console.print(f"G short: {under_line(rec)}, bottleneck {rec['own_bottleneck']}")
@@ -725,6 +773,9 @@ def main() -> int:
     parser.add_argument("--generated-count", type=cli_args.count, default=200,
                         help="section G: how many generated profiles (the first N of --generated-seed)")
     parser.add_argument("--generated-seed", type=cli_args.seed, default=0, help="section G: the profiles' seed")
+    parser.add_argument("--generated-case-timeout", type=cli_args.positive_number, default=1800.0,
+                        help="section G: seconds of wall time after which one case (a profile at one multiple) "
+                             "is stopped and listed instead of judged")
     parser.add_argument("--risk", type=float, default=None,
                         help="section A: size plans for this risk of under-provisioning instead of the 1.10 factor")
     args = parser.parse_args()
@@ -745,7 +796,8 @@ def main() -> int:
                                                     seed=args.seed_a, checkpoint_slots=args.checkpoint_slots,
                                                     explorer=explorer, label="E")),
                 ("G", "G_generated", lambda: section_g(out / "G", args.generated_count, args.generated_seed,
-                                                       args.jobs, seed=args.seed_a)))
+                                                       args.jobs, seed=args.seed_a,
+                                                       case_timeout_s=args.generated_case_timeout)))
     for letter, key, run in sections:
         if letter in args.sections:
             started = time.time()

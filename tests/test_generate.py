@@ -237,3 +237,19 @@ def test_the_generated_summary_of_nothing_planned_has_no_ratios():
     s = ev.generated_summary([_record(None, None, None, ev.UNREACHABLE_AGREED)])
     assert s["median_slots_over_truth"] is None and s["unreachable_wrong_share_of_reachable"] is None
     assert "median -" in ev.generated_summary_line(s)
+
+
+def _sleeping_case(out_dir, path, seconds, seed):
+    import time
+
+    time.sleep(seconds)
+    return {"profile": path, "multiple": seconds, "slept": True}
+
+
+def test_section_g_stops_a_case_past_its_time_limit_and_keeps_the_others(monkeypatch):
+    ev = _evaluate()
+    monkeypatch.setattr(ev, "generated_case", _sleeping_case)
+    results = list(ev.bounded_cases([(None, "a", 0.1, 0), (None, "b", 30.0, 0), (None, "c", 0.2, 0)], 2, 2.0))
+    done = {r["profile"]: r for r in results}
+    assert done["a"].get("slept") and done["c"].get("slept")
+    assert done["b"]["timeout"] and "timed out after 2 s" in done["b"]["error"] and done["b"]["wall_s"] < 10
