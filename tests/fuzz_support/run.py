@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(out / "failures")
     (out / "failures").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="streambed-fuzz-") as tmp:
-        session = Session(Path(tmp), args.seed, keep_failures=out / "failures")
+        session = Session(Path(tmp), args.seed, keep_failures=out / "failures", progress=True)
         try:
             run(session, args.examples)
         finally:
@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
           f"multi-line errors {summary['multi_line_errors']}); by kind: {summary['problems']}")
     print(f"  stopped at the engine guard: {summary['stopped_at_engine_guard']}")
     print(f"  per command: {summary['per_command']}")
+    print("  slowest: " + "; ".join(f"{c['seconds']} s case {c['case']}" for c in summary["slowest"]))
+    print("  largest: " + "; ".join(f"{c['max_rss_mb']} MB case {c['case']}" for c in summary["largest"]))
     print("  failures by cause (cases):")
     for key, cases in summary["failure_groups"].items():
         print(f"    {len(cases):4d}  {key}   [{', '.join(map(str, cases[:8]))}{' ...' if len(cases) > 8 else ''}]")

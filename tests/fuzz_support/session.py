@@ -4,7 +4,8 @@ The invariants, per invocation (docs/robustness.md):
 - exit status 0 or 2; never a signal, never another status;
 - no traceback on stdout or stderr;
 - exit 2: exactly one non-blank line on stderr;
-- exit 0 with --json: stdout is exactly one JSON document; exit 0 with --quiet: nothing on stderr;
+- --json: stdout is exactly one JSON document on exit 0 (and on exit 2 unless it is empty; always
+  for ``ledger verify``); exit 0 with --quiet: nothing on stderr;
 - done within TIMEOUT_S and MEMORY_BYTES of address space;
 - FIFOs, device nodes, symlinks and directories the case named are still what they were, and
   nothing outside the case's directory changed.
@@ -20,6 +21,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,6 +37,9 @@ from .strategies import Builder, Case, file_type
 
 TIMEOUT_S = 30
 MEMORY_BYTES = 1 << 30
+ALWAYS_JSON = {"ledger verify"}
+"""Commands whose --json prints a document even when they refuse (a verdict on a damaged ledger is a
+result); any other refused command may leave stdout empty, but never prints half a document."""
 
 
 def cli_env(home: Path) -> dict[str, str]:
@@ -77,6 +82,8 @@ class Session:
     seed: int
     keep_failures: Path | None = None
     """Where failing cases' directories are kept (with repro.sh); None: not kept."""
+    progress: bool = False
+    """A line on stderr every 100 invocations (make fuzz)."""
     outcomes: list[Outcome] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     _seen: set = field(default_factory=set)
@@ -125,6 +132,9 @@ class Session:
         outcome = Outcome(number, case.argv, result["exit"] if not result["timed_out"] else None, result["seconds"],
                           result["max_rss_mb"], problems, guarded, str(cwd), case.made, stderr[-1500:])
         self.outcomes.append(outcome)
+        if self.progress and len(self.outcomes) % 100 == 0:
+            print(f"fuzz: {len(self.outcomes)} invocations, {len(self.failures())} failing, "
+                  f"{time.monotonic() - self.started:.0f} s", file=sys.stderr, flush=True)
         if problems and self.keep_failures is not None:
             self._keep(outcome, stdout, stderr)
         shutil.rmtree(cwd, ignore_errors=True)
@@ -148,11 +158,13 @@ class Session:
         lines = [line for line in stderr.splitlines() if line.strip()]
         if code == 2 and len(lines) != 1:
             problems.append(f"multi-line error: {len(lines)} lines on stderr")
-        if code == 0 and case.json:
-            try:
-                json.loads(stdout)
-            except ValueError as e:
-                problems.append(f"json: stdout is not one JSON document ({e})")
+        if case.json and code in (0, 2):
+            command = _command(case.argv)
+            if code == 0 or stdout.strip() or (command in ALWAYS_JSON and _parses(case.argv)):
+                try:
+                    json.loads(stdout)
+                except ValueError as e:
+                    problems.append(f"json: stdout is not one JSON document ({str(e)[:80]}; {len(stdout)} chars)")
         if code == 0 and case.quiet and "--json" not in case.argv and lines:
             problems.append(f"quiet: {len(lines)} lines on stderr")
         if code == 0 and case.quiet and case.json and lines:
@@ -219,6 +231,10 @@ class Session:
             "seconds_per_invocation": {"median": seconds[len(seconds) // 2] if seconds else 0,
                                        "max": seconds[-1] if seconds else 0},
             "max_rss_mb": max((o.max_rss_mb for o in self.outcomes), default=0),
+            "slowest": [{"case": o.number, "seconds": o.seconds, "argv": o.argv}
+                        for o in sorted(self.outcomes, key=lambda o: -o.seconds)[:5]],
+            "largest": [{"case": o.number, "max_rss_mb": o.max_rss_mb, "argv": o.argv}
+                        for o in sorted(self.outcomes, key=lambda o: -o.max_rss_mb)[:5]],
             "failure_groups": self.groups(),
             "failing_cases": [{"case": o.number, "argv": o.argv, "problems": o.problems, "files": o.made,
                                "stderr": o.stderr_tail[-600:]} for o in self.failures()],
@@ -234,6 +250,16 @@ class Session:
                          + "".join(f"  file {m[:400]}\n" for m in o.made)
                          + f"  stderr: {o.stderr_tail[-800:]!r}")
         return "\n".join(lines)
+
+
+def _parses(argv: list[str]) -> bool:
+    """Whether the CLI's parser accepts ``argv`` (so the command itself ran)."""
+    from streambed import cli
+    try:
+        cli.build_parser().parse_args(argv)
+        return True
+    except (Exception, SystemExit):
+        return False
 
 
 def _command(argv: list[str]) -> str:
