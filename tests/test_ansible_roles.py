@@ -68,6 +68,13 @@ def _local_inventory(path: Path, groups: list[str]) -> Path:
     return path
 
 
+def _roots(state: str) -> dict:
+    """The streambed role's five roots inside one state directory, as the local inventory has them, and
+    the services as the user running the test (root: the assertions below read modes and PIDs)."""
+    return {"streambed_state_dir": state, "streambed_software_dir": state, "streambed_config_dir": f"{state}/conf",
+            "streambed_log_dir": f"{state}/log", "streambed_run_dir": f"{state}/run", "streambed_service_users": False}
+
+
 def _kill_leftovers(state_dir: Path) -> None:
     """Whatever still runs with a command line naming ``state_dir`` (a failed stop): SIGKILL."""
     found = subprocess.run(["pgrep", "-f", "--", str(state_dir)], capture_output=True, text=True)
@@ -153,7 +160,7 @@ def test_example_inventory_has_the_groups_terraform_renders_and_the_controllers_
     assert sorted(hosts) == sorted(GROUPS)
     assert all(hosts[g]["hosts"] for g in GROUPS), "every group has a host"
     for name, hv in hosts["kafka"]["hosts"].items():
-        assert hv["kafka_log_dirs"], f"{name}: the SSD data directories"
+        assert hv.get("kafka_log_dirs") or hv.get("kafka_data_device"), f"{name}: the SSD data directories or disk"
     settings = inventory_settings(EXAMPLES / platform / "hosts.yml")  # what the controller reads
     assert settings["streambed_playbook"] == str(PLAYBOOK)
     [monitor] = hosts["monitoring"]["hosts"].values()
@@ -178,7 +185,7 @@ def test_kafka_and_grafana_templates_render_for_each_example_inventory(tmp_path)
         stale.parent.mkdir(parents=True)
         stale.write_text("{}")
         extra = {"ansible_connection": "local", "ansible_become": False, "ansible_python_interpreter": sys.executable,
-                 "streambed_state_dir": f"{out}/{{{{ inventory_hostname }}}}",
+                 **_roots(f"{out}/{{{{ inventory_hostname }}}}"),
                  "grafana_dashboards_dir": str(REPO / "grafana")}
         runs[platform] = subprocess.Popen(
             [str(VENV_BIN / "ansible-playbook"), "-i", str(EXAMPLES / platform / "hosts.yml"),
@@ -198,8 +205,10 @@ def _check_rendered(inventory: Path, out: Path) -> None:
     for i, (name, hv) in enumerate(kafka.items(), 1):
         props = _properties(out / name / "conf" / "kafka" / "server.properties")
         assert props["controller.quorum.voters"] == voters
-        assert props["log.dirs"] == ",".join(hv["kafka_log_dirs"])
-        assert props["metadata.log.dir"] == hv["kafka_log_dirs"][0]
+        # without kafka_log_dirs: a directory on the data disk, mounted under the state root
+        log_dirs = hv.get("kafka_log_dirs") or [f"{out}/{name}/kafka-data/kafka-logs"]
+        assert props["log.dirs"] == ",".join(log_dirs)
+        assert props["metadata.log.dir"] == log_dirs[0]
         assert (props["node.id"], props["process.roles"]) == (str(i), "broker,controller")
         assert props["listeners"] == f"PLAINTEXT://{hv['ansible_host']}:9092,CONTROLLER://{hv['ansible_host']}:9093"
         assert props["advertised.listeners"] == f"PLAINTEXT://{hv['ansible_host']}:9092"
@@ -207,8 +216,11 @@ def _check_rendered(inventory: Path, out: Path) -> None:
 
     [(monitor, mv)] = children["monitoring"]["hosts"].items()
     provisioning = out / monitor / "conf" / "grafana" / "provisioning"
-    [prometheus] = yaml.safe_load((provisioning / "datasources" / "streambed.yaml").read_text())["datasources"]
-    assert (prometheus["type"], prometheus["url"]) == ("prometheus", f"http://{mv['ansible_host']}:9090")
+    [prometheus, *others] = yaml.safe_load((provisioning / "datasources" / "streambed.yaml").read_text())["datasources"]
+    assert (prometheus["type"], prometheus["url"], prometheus["isDefault"]) == ("prometheus", f"http://{mv['ansible_host']}:9090", True)
+    other = yaml.safe_load((inventory.parent / "group_vars" / "all.yml").read_text()).get("grafana_other_prometheus", [])
+    assert [(o["name"], o["uid"], o["url"], o["type"], o["isDefault"]) for o in others] == \
+        [(o["name"], o["uid"], o["url"], "prometheus", False) for o in other]
     assert f"http_addr = {mv['ansible_host']}" in (out / monitor / "conf" / "grafana" / "grafana.ini").read_text()
     assert not (out / monitor / "grafana" / "dashboards" / "old" / "stale.json").exists()
 
@@ -238,11 +250,11 @@ def real(tmp_path_factory):
     base = tmp_path_factory.mktemp("real")
     inventory = _local_inventory(base / "hosts.yml", ["spark_master", "spark_workers", "monitoring"])
     bed = Deployment(base / "state", inventory, {
-        "streambed_state_dir": str(base / "state"),
+        **_roots(str(base / "state")),
         "streambed_services": ["java", "spark", "prometheus", "node_exporter"],
         "node_exporter_listen_host": "127.0.0.1", "node_exporter_port": NODE_EXPORTER_PORT,
-        # Prometheus' Flink job points at one unused port: never at the local testbed's reporters.
-        "prometheus_port": PROMETHEUS_PORT, "prometheus_flink_port_min": 19279, "prometheus_flink_port_max": 19279,
+        # Prometheus' Flink job reads file_sd files no Flink host of this deployment writes: no target.
+        "prometheus_port": PROMETHEUS_PORT,
         "prometheus_scrape_interval": "1s",
         "spark_master_host": "127.0.0.1", "spark_worker_host": "127.0.0.1", **SPARK_PORTS,
         "spark_worker_cores": 1, "spark_worker_memory_mb": 512, "spark_daemon_memory_mb": 256,
@@ -568,7 +580,7 @@ def standin(tmp_path_factory):
     (dashboards / "campaigns").mkdir(parents=True)
     (dashboards / "campaigns" / "test.json").write_text(json.dumps(DASHBOARD))
     bed = Deployment(base / "state", _local_inventory(base / "hosts.yml", ["kafka", "monitoring"]), {
-        "streambed_state_dir": str(base / "state"),
+        **_roots(str(base / "state")),
         "streambed_services": ["kafka", "grafana"],
         **_standin_releases(base / "mirror"),
         "kafka_install_dir": str(base / "opt" / "kafka-releases"), "kafka_home": str(base / "opt" / "kafka"),
@@ -621,15 +633,18 @@ def test_kafka_storage_is_formatted_once_with_the_cluster_id(standin):
 
 def test_kafka_broker_started_once_with_its_configuration(standin):
     starts = _calls(standin.kafka_release, "kafka.Kafka")
-    assert [c["args"] for c in starts] == [[str(standin.state_dir / "conf" / "kafka" / "server.properties")]]
+    conf = str(standin.state_dir / "conf" / "kafka" / "server.properties")
+    assert [c["args"] for c in starts] == [[conf]]
     assert starts[0]["heap"] == "-Xms256m -Xmx256m"
     props = _properties(standin.state_dir / "conf" / "kafka" / "server.properties")
     assert props["controller.quorum.voters"] == f"1@127.0.0.1:{KAFKA_CONTROLLER_PORT}"
     assert props["log.dirs"] == ",".join(standin.vars["kafka_log_dirs"])
     assert props["process.roles"] == "broker,controller" and props["default.replication.factor"] == "1"
-    pid = int((standin.state_dir / "run" / "kafka.pid").read_text())
+    [pid] = subprocess.run(["pgrep", "-f", f" kafka[.]Kafka {conf}( |$)"], capture_output=True, text=True).stdout.split()
     assert port_open(KAFKA_PORT, "127.0.0.1")
-    os.kill(pid, 0)
+    os.kill(int(pid), 0)
+    spec = json.loads((standin.state_dir / "run" / "kafka.supervise.json").read_text())
+    assert spec["command"] == [f"{standin.vars['kafka_home']}/bin/kafka-server-start.sh", conf], "supervised"
 
 
 def test_kafka_topics_are_created_once_with_their_partitions(standin):
