@@ -29,6 +29,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, reject, seed, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from . import corpus as corpus_mod
 from .commands import commands
@@ -286,6 +287,10 @@ def run(session: Session, examples: int) -> None:
     """``examples`` generated cases from the session's seed, each judged and recorded. The body never
     raises on a failure: a long run collects every failure instead of stopping and shrinking at the first,
     and the caller reports them."""
+
+    # Hypothesis' own files (a cache of constants it reads from the code) in the session's directory, not
+    # in the working tree
+    set_hypothesis_home_dir(str(session.root / "hypothesis"))
 
     @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck), print_blob=False)
