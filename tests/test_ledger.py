@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -285,25 +286,153 @@ def test_a_damaged_ledger_is_refused_not_replayed_in_part(tmp_path):
 
 
 def test_a_row_that_is_not_an_object_names_itself(tmp_path):
+    """In a ledger written before checksums (schema version 1), a row that is not a JSON object is found
+    by decoding it; in a current one its checksum gives it away first."""
     from streambed.ledger import verify
 
     d = tmp_path / "camp"
     _filled(d, steps=3)
+    _to_version_1(d / Ledger.FILENAME)
     _sqlite_file(d / Ledger.FILENAME, ["UPDATE steps SET data = 'not json' WHERE key = 'm1'",
                                        "UPDATE steps SET data = '[1, 2]' WHERE key = 'm2'"])
-    with pytest.raises(UserError, match=r"damaged ledger \(step 'm1'\); nothing is replayed"):
+    with pytest.raises(UserError, match=r"damaged at step 2 \('m1'\): not JSON .*; nothing is replayed"):
         Ledger.open(d, "estimation", PARAMS, resume=True)  # refused whole, before any step replays
     conn = sqlite3.connect(d / Ledger.FILENAME)
     led = Ledger(conn, d / Ledger.FILENAME, "estimation", PARAMS, None)  # a ledger damaged after it was opened
     assert led.step("m0", must_not_run) == {"value": 0, "pad": "x" * 200}
-    with pytest.raises(UserError, match=r"damaged ledger: step 'm1' is not JSON"):
+    with pytest.raises(UserError, match=r"damaged at step 2 \('m1'\): not JSON"):
         led.step("m1", must_not_run)
-    with pytest.raises(UserError, match=r"step 'm2' holds a list, not an object"):
+    with pytest.raises(UserError, match=r"step 3 \('m2'\): holds a list, not an object"):
         led.step("m2", must_not_run)
     led.close()
     report = verify(d)
-    assert not report["intact"] and report["steps"] == 1
-    assert report["unreadable"] == ["step 'm1'", "step 'm2'"]
+    assert not report["intact"] and report["steps"] == 1 and report["unchecked"] == 2  # m0 and the event
+    assert report["unreadable"] == ["step 2 ('m1')", "step 3 ('m2')"]
+
+
+# ---------------------------------------------------------------------- checksums
+
+
+def _to_version_1(path: Path) -> None:
+    """The ledger at ``path`` as StreamBed wrote it before checksums: schema version 1, no checksum
+    column, no checksum in meta (the same tables and rows otherwise)."""
+    _sqlite_file(path, [*(f"ALTER TABLE {t} DROP COLUMN checksum" for t in ("steps", "events", "result")),
+                        "DELETE FROM meta WHERE key = 'checksum'",
+                        "UPDATE meta SET value = '1' WHERE key = 'schema_version'"])
+
+
+def _change_digit(path: Path, table: str, where: str) -> None:
+    """One digit of a stored number changed, the row otherwise untouched (still valid JSON)."""
+    conn = sqlite3.connect(path)
+    [(text,)] = conn.execute(f"SELECT data FROM {table} WHERE {where}").fetchall()
+    i = next(i for i, c in enumerate(text) if c.isdigit() and c != "9")
+    conn.execute(f"UPDATE {table} SET data = ? WHERE {where}", (text[:i] + str(int(text[i]) + 1) + text[i + 1:],))
+    conn.commit()
+    conn.close()
+
+
+def test_a_changed_digit_is_damage_at_its_step_on_resume_read_and_verify(tmp_path):
+    from streambed.ledger import read_campaign, verify
+
+    d = tmp_path / "camp"
+    with new(d) as led:
+        for i in range(5):
+            led.step(f"m{i}", lambda i=i: {"achieved_rate": 1234.5 + i})
+        led.set_result({"slots": 132})
+    assert verify(d)["intact"] and verify(d)["unchecked"] == 0
+    _change_digit(d / Ledger.FILENAME, "steps", "key = 'm3'")
+    report = verify(d)
+    assert not report["intact"] and report["steps"] == 4
+    assert report["damage"] == ["damaged at step 4 ('m3'): its content does not match its checksum (changed after "
+                                "it was written)"]
+    with pytest.raises(UserError, match=r"damaged at step 4 \('m3'\).*checksum .*; nothing is replayed"):
+        Ledger.open(d, "estimation", PARAMS, resume=True)
+    with pytest.raises(UserError, match=r"damaged at step 4"):
+        read_campaign(d)
+
+
+@pytest.mark.parametrize("table, where, label", [("result", "id = 1", "the result"),
+                                                 ("events", "seq = 1", "event 1 ('run-started')"),
+                                                 ("meta", "key = 'params'", "meta")])
+def test_a_changed_digit_in_the_result_an_event_or_the_parameters_is_damage(tmp_path, table, where, label):
+    from streambed.ledger import read_campaign, verify
+
+    d = tmp_path / "camp"
+    with new(d) as led:
+        led.step("m0", lambda: {"v": 1})
+        led.record("run-started", {"run": 17})
+        led.set_result({"slots": 132})
+    if table == "meta":
+        conn = sqlite3.connect(d / Ledger.FILENAME)
+        conn.execute("UPDATE meta SET value = replace(value, '4096', '4097') WHERE key = 'params'")
+        conn.commit()
+        conn.close()
+    else:
+        _change_digit(d / Ledger.FILENAME, table, where)
+    for read in (lambda: Ledger.open(d, "estimation", PARAMS, resume=True), lambda: read_campaign(d)):
+        with pytest.raises(UserError, match=re.escape(label)) as info:
+            read()
+        assert "damaged" in str(info.value) and "\n" not in str(info.value)
+    if table != "meta":
+        assert not verify(d)["intact"]
+
+
+def test_an_incomplete_step_is_damage_not_a_key_error(tmp_path):
+    """A step whose data lacks what its reader needs (an estimate's warm-up without achieved_rate): the
+    ledger is refused as damaged, naming the step and the missing field, before the step re-runs."""
+    d = tmp_path / "camp"
+    with new(d) as led:
+        led.step("e/warmup", lambda: {"achieved_rate": 10.0, "testbed_seconds": 1.0})
+    _to_version_1(d / Ledger.FILENAME)
+    _sqlite_file(d / Ledger.FILENAME, ["UPDATE steps SET data = '{}'"])
+    with Ledger.open(d, "estimation", PARAMS, resume=True) as led:
+        with pytest.raises(UserError, match=r"damaged at step 1 \('e/warmup'\): its data is incomplete "
+                                            r"\(no 'achieved_rate'\)"):
+            led.step("e/warmup", must_not_run, rerun=True, check=lambda r: float(r["achieved_rate"]))
+
+
+def test_a_ledger_written_before_checksums_is_read_resumed_and_migrated(tmp_path):
+    """Version 1 (no checksums): read and verified as unchecked, resumed with every step replayed; the
+    resume adds the checksum column, and the rows it writes carry checksums."""
+    from streambed.ledger import read_campaign, verify
+
+    d = tmp_path / "camp"
+    with new(d) as led:
+        for i in range(3):
+            led.step(f"m{i}", lambda i=i: {"value": i})
+        led.set_result({"slots": 7})
+    _to_version_1(d / Ledger.FILENAME)
+    report = verify(d)
+    assert report["intact"] and report["schema_version"] == 1 and report["unchecked"] == 4
+    assert read_campaign(d).result == {"slots": 7}
+    with Ledger.open(d, "estimation", PARAMS, resume=True) as led:
+        assert [led.step(f"m{i}", must_not_run) for i in range(3)] == [{"value": i} for i in range(3)]
+        led.step("m3", lambda: {"value": 3})
+    report = verify(d)
+    assert report["intact"] and report["schema_version"] == 2 and (report["steps"], report["unchecked"]) == (4, 4)
+    _change_digit(d / Ledger.FILENAME, "steps", "key = 'm3'")  # the new row is checked
+    assert verify(d)["damage"][0].startswith("damaged at step 4 ('m3')")
+
+
+def test_truncation_and_a_damaged_header_are_worded_as_damage(tmp_path):
+    from streambed.ledger import verify
+
+    d = tmp_path / "camp"
+    _filled(d, steps=300)
+    path = d / Ledger.FILENAME
+    whole = path.read_bytes()
+    header = bytearray(whole)
+    header[16:24] = b"\xff" * 8  # page size, format versions, reserved space: SQLite's header, not ours
+    for damaged in (whole[: len(whole) // 3], bytes(header)):
+        path.write_bytes(damaged)
+        for read in (lambda: Ledger.open(d, "estimation", PARAMS, resume=True), lambda: verify(d)):
+            with pytest.raises(UserError) as info:
+                report = read()
+                assert not report["intact"]  # verify may still count what survives
+                raise UserError(report["damage"][0])
+            message = str(info.value)
+            assert "damaged" in message and "not a StreamBed ledger" not in message, message
+            assert "\n" not in message
 
 
 # ---------------------------------------------------------------------- refusals

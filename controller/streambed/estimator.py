@@ -363,7 +363,7 @@ class CapacityEstimator:
         self.calls += 1
         job = _Job(self, query, budget, configuration, key)
         try:
-            warm = self._step(job, f"{key}/warmup", job.warmup_window)
+            warm = self._step(job, f"{key}/warmup", job.warmup_window, _read_warmup)
             warmup_rate = warm["achieved_rate"]
             est = Estimate(configuration, budget, 0.0, None, warmup_rate,
                            testbed_seconds=warm["testbed_seconds"])
@@ -372,13 +372,13 @@ class CapacityEstimator:
             i, budget = 0, t.max_iterations
             while i < budget:
                 replayed = self.ledger.has(f"{key}/w{i}")
-                rec = self._step(job, f"{key}/w{i}", lambda r=rate: job.test(r))
+                rec = self._step(job, f"{key}/w{i}", lambda r=rate: job.test(r), _read_window)
                 m = Measurement.from_dict(rec["measurement"])
                 est.testbed_seconds += rec["testbed_seconds"]
                 j = 0
                 while (success := verdict(m, t, job.span_s, t.observe_s * (j + 1))) is None:
                     # the source fell behind a little: steady state or a slow overload? observe longer
-                    more = self._step(job, f"{key}/w{i}/more{j}", lambda r=rate: job.observe_more(r))
+                    more = self._step(job, f"{key}/w{i}/more{j}", lambda r=rate: job.observe_more(r), _read_window)
                     m = m.then(Measurement.from_dict(more["measurement"]))
                     est.testbed_seconds += more["testbed_seconds"]
                     j += 1
@@ -409,11 +409,12 @@ class CapacityEstimator:
         finally:
             job.stop()
 
-    def _step(self, job: "_Job", key: str, fn: Callable[[], dict]) -> dict:
-        """A ledger step whose testbed failures are discarded and retried after a new warm-up."""
+    def _step(self, job: "_Job", key: str, fn: Callable[[], dict], check: Callable[[dict], object]) -> dict:
+        """A ledger step whose testbed failures are discarded and retried after a new warm-up; ``check``
+        reads a recorded one as estimate() will (incomplete data is a damaged ledger)."""
         for attempt in range(self.timing.max_retries + 1):
             try:
-                return self.ledger.step(key, fn, rerun=self.rerun)
+                return self.ledger.step(key, fn, rerun=self.rerun, check=check)
             except TestbedUnreachable:
                 # Not a failed window: an engine that does not answer will not answer the retry
                 # either, and each retry would wait out the timeout again. Say so at once.
@@ -425,6 +426,16 @@ class CapacityEstimator:
                 self.log(f"{key}: window discarded ({e}); starting the job again")
                 job.restart()
         raise EstimationFailed(f"{key}: {self.timing.max_retries + 1} windows failed in a row; giving up")
+
+
+def _read_warmup(rec: dict) -> tuple[float, float]:
+    """A recorded warm-up as estimate() reads it: KeyError, TypeError or ValueError when incomplete."""
+    return float(rec["achieved_rate"]), float(rec["testbed_seconds"])
+
+
+def _read_window(rec: dict) -> tuple[Measurement, float]:
+    """A recorded window (or its longer observation) as estimate() reads it."""
+    return Measurement.from_dict(rec["measurement"]), float(rec["testbed_seconds"])
 
 
 class _Job:

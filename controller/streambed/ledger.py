@@ -14,16 +14,23 @@ is taken over) and a second process is refused with the holder's PID. Every comm
 main file (a rollback journal, synchronous=FULL): nothing lives only in a side file that a copy or
 a clean-up could lose, as it did in WAL mode. A damaged ledger is refused on resume and on read,
 never replayed in part; :func:`verify` reports what survives (``streambed ledger verify``).
+
+Every row (step, event, result, and the campaign's parameters) carries the SHA-256 of its content,
+written with it and checked on every read: SQLite's own checks see a changed page, not a changed
+digit inside a stored number. Ledgers of schema version 1 (written before checksums) are read and
+resumed as they are: their rows count as *unchecked*, a resume adds the column, and the rows it
+writes from then on carry checksums (docs/records.md, "Checksums and damage").
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,7 +38,11 @@ from .errors import UserError
 from .files import fsync_dir as _fsync_dir
 
 _APP = "streambed-ledger"
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+_READABLE_VERSIONS = ("1", "2")
+"""Version 1 is version 2 without the checksum columns; a resume migrates it (:meth:`Ledger._migrate`)."""
+_CHECKED_TABLES = ("steps", "events", "result")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE meta (
@@ -39,24 +50,45 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 );
 -- AUTOINCREMENT: seq never goes back, even across processes, so it is the completion order.
+-- checksum: _checksum() of the row's content, NULL only in rows a version-1 ledger held before a resume.
 CREATE TABLE steps (
     seq  INTEGER PRIMARY KEY AUTOINCREMENT,
     key  TEXT NOT NULL UNIQUE,
     time REAL NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    checksum TEXT
 );
 CREATE TABLE events (
     seq  INTEGER PRIMARY KEY AUTOINCREMENT,
     time REAL NOT NULL,
     kind TEXT NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    checksum TEXT
 );
 CREATE TABLE result (
     id   INTEGER PRIMARY KEY CHECK (id = 1),
     time REAL NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    checksum TEXT
 );
 """
+
+
+def _checksum(table: str, name: str, when: float, data: str) -> str:
+    """SHA-256 (hex) of one row's content: its table, its name (step key, event kind, 'result' or the
+    campaign's kind), its time and its JSON text. Any changed character changes it."""
+    text = json.dumps([table, name, repr(float(when)), data])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _one_line(text: object) -> str:
+    """``text`` on one line: a message that quotes a damaged file must not spread over the terminal."""
+    return " ".join(str(text).split())
+
+
+class LedgerDamage(UserError):
+    """A ledger of ours whose content cannot be trusted: refused whole, never replayed in part."""
+
 
 
 class _Absent:
@@ -109,36 +141,69 @@ def _lock(d: Path) -> int:
     return fd
 
 
-def _decode(path: Path, what: str, text: Any) -> dict:
-    """A stored row's JSON object; UserError naming the row when it is not one (a damaged ledger)."""
+def _row_problem(table: str, name: str, when: Any, text: Any, checksum: str | None) -> tuple[dict | None, str | None]:
+    """A stored row's JSON object, or what is wrong with it: a checksum that does not match its
+    content (None: a version-1 row, unchecked), text that is not JSON, JSON that is not an object."""
+    if checksum is not None:
+        try:
+            ok = isinstance(text, str) and checksum == _checksum(table, name, when, text)
+        except (TypeError, ValueError):  # a time that is no longer a number
+            ok = False
+        if not ok:
+            return None, "its content does not match its checksum (changed after it was written)"
     try:
         data = json.loads(text)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise UserError(f"{path}: damaged ledger: {what} is not JSON ({exc}); see streambed ledger verify") from None
+        return None, f"not JSON ({_one_line(exc)})"
     if not isinstance(data, dict):
-        raise UserError(f"{path}: damaged ledger: {what} holds a {type(data).__name__}, not an object; "
-                        f"see streambed ledger verify")
+        return None, f"holds a {type(data).__name__}, not an object"
+    return data, None
+
+
+def _refuse(path: Path, where: str, problem: str) -> LedgerDamage:
+    return LedgerDamage(f"{path}: damaged at {where}: {problem}; nothing is replayed from it. streambed ledger "
+                        f"verify --campaign-dir {path.parent} shows what survives")
+
+
+def _checked(path: Path, where: str, table: str, name: str, when: Any, text: Any, checksum: str | None) -> dict:
+    """A stored row's JSON object; LedgerDamage naming the row (``where``) when it cannot be trusted."""
+    data, problem = _row_problem(table, name, when, text, checksum)
+    if problem is not None:
+        raise _refuse(path, where, problem)
     return data
+
+
+def _incomplete(exc: BaseException) -> str:
+    """What a step reader found missing or wrong, in a few words."""
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r}" if exc.args else "a field is missing"
+    return _one_line(exc)[:200]
+
+
+def _checksum_column(conn: sqlite3.Connection, table: str) -> str:
+    """``checksum``, or ``NULL`` for a table of a version-1 ledger, which has no such column."""
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()]
+    return "checksum" if "checksum" in columns else "NULL"
 
 
 def _damage(conn: sqlite3.Connection) -> list[str]:
     """What SQLite's quick_check finds wrong with the file behind ``conn`` (empty: nothing)."""
     try:
-        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        rows = [_one_line(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
     except sqlite3.DatabaseError as exc:
-        return [str(exc)]
+        return [_one_line(exc)]
     return [] if rows == ["ok"] else rows
 
 
 def _check_intact(conn: sqlite3.Connection, path: Path, *, rows: bool = False) -> None:
     """UserError when SQLite finds the file damaged or, with ``rows``, when a stored row does not decode:
     a resumed campaign replays all of its ledger or nothing."""
-    problems = _damage(conn)
+    problems = [f"damaged ledger (SQLite: {p})" for p in _damage(conn)]
     if not problems and rows:
-        problems = _unreadable(conn, path)[1]
+        problems = _survey(conn, path).damage
     if problems:
-        raise UserError(f"{path}: damaged ledger ({problems[0]}); nothing is replayed from it. streambed ledger "
-                        f"verify --campaign-dir {path.parent} shows what survives")
+        raise LedgerDamage(f"{path}: {problems[0]}; nothing is replayed from it. streambed ledger "
+                           f"verify --campaign-dir {path.parent} shows what survives")
 
 
 @dataclass(frozen=True)
@@ -191,13 +256,14 @@ def read_campaign(path: Path | str) -> CampaignRecord:
         raise UserError(f"{db}: cannot open the ledger ({exc})") from None
     try:
         kind, params = Ledger._read_meta(conn, db)  # one rule for app and schema version, here and on resume
-        _check_intact(conn, db)
-        row = conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
+        _check_intact(conn, db, rows=True)  # a record is read whole or not at all, as a resume replays it
+        row = conn.execute(f"SELECT time, data, {_checksum_column(conn, 'result')} FROM result WHERE id = 1").fetchone()
     except sqlite3.Error as exc:
-        raise UserError(f"{db}: damaged ledger ({exc})") from None
+        raise LedgerDamage(f"{db}: damaged ledger ({_one_line(exc)})") from None
     finally:
         conn.close()
-    return CampaignRecord(db, kind, params, None if row is None else _decode(db, "the result", row[0]))
+    result = None if row is None else _checked(db, "the result", "result", "result", *row)
+    return CampaignRecord(db, kind, params, result)
 
 
 class Ledger:
@@ -253,6 +319,7 @@ class Ledger:
                             f"got {key}={new!r}"
                         )
                 cls._set_pragmas(conn)
+                cls._migrate(conn, path)
             except BaseException:
                 conn.close()
                 os.close(lock)
@@ -311,14 +378,16 @@ class Ledger:
                     for statement in _SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    created, text = time.time(), json.dumps(params)
                     conn.executemany(
                         "INSERT INTO meta (key, value) VALUES (?, ?)",
                         [
                             ("app", _APP),
                             ("schema_version", str(_SCHEMA_VERSION)),
                             ("kind", kind),
-                            ("params", json.dumps(params)),
-                            ("created", repr(time.time())),
+                            ("params", text),
+                            ("created", repr(created)),
+                            ("checksum", _checksum("meta", kind, created, text)),
                         ],
                     )
                 conn.execute("COMMIT")
@@ -368,8 +437,16 @@ class Ledger:
 
     @staticmethod
     def _read_meta(conn: sqlite3.Connection, path: Path) -> tuple[str, dict]:
-        """Kind and params of the ledger behind ``conn``; UserError if it is not one we can read."""
+        """Kind and params of the ledger behind ``conn``; UserError if it is not one we can read,
+        LedgerDamage (worded as damage) when it is ours, or looks like it, and cannot be read."""
         not_ours = f"{path} is not a StreamBed ledger; move it away or choose another --campaign-dir"
+        try:
+            with open(path, "rb") as fh:
+                sqlite_header = fh.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+        except OSError:
+            sqlite_header = True  # let SQLite say what is wrong
+        damaged = f"{path}: damaged ledger"
+        advice = "nothing is replayed from it; move it away or choose another --campaign-dir"
         try:
             has_meta = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
@@ -378,20 +455,49 @@ class Ledger:
                 raise UserError(not_ours)
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:  # not a database at all, or a damaged one
-            raise UserError(f"{not_ours} ({exc})") from exc
+            if not sqlite_header:  # a stranger's file, or ours with its header overwritten: it cannot tell
+                raise LedgerDamage(f"{path} is not a StreamBed ledger, or a damaged one: it does not start with "
+                                   f"SQLite's header ({_one_line(exc)}); {advice}") from None
+            raise LedgerDamage(f"{damaged} (SQLite: {_one_line(exc)}); {advice}") from None
         if meta.get("app") != _APP:
             raise UserError(not_ours)
-        if meta.get("schema_version") != str(_SCHEMA_VERSION):
+        if meta.get("schema_version") not in _READABLE_VERSIONS:
             raise UserError(
-                f"{path} is a StreamBed ledger of schema version {meta.get('schema_version')}; "
-                f"this StreamBed reads version {_SCHEMA_VERSION}"
+                f"{path} is a StreamBed ledger of schema version {_one_line(meta.get('schema_version'))[:40]}; "
+                f"this StreamBed reads versions {', '.join(_READABLE_VERSIONS)}"
             )
         try:
             kind = meta["kind"]
             params = json.loads(meta["params"])
-        except (KeyError, ValueError) as exc:
-            raise UserError(f"{path} is a damaged StreamBed ledger (meta: {exc})") from exc
+            if "checksum" in meta and meta["checksum"] != _checksum("meta", kind, float(meta["created"]),
+                                                                     meta["params"]):
+                raise ValueError("the campaign's kind and parameters do not match their checksum")
+            if not isinstance(params, dict):
+                raise ValueError(f"the parameters hold a {type(params).__name__}, not an object")
+        except (KeyError, ValueError, TypeError, RecursionError) as exc:
+            what = f"no {exc.args[0]}" if isinstance(exc, KeyError) else _one_line(exc)
+            raise LedgerDamage(f"{damaged} (meta: {what}); {advice}") from None
         return kind, params
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+        """A version-1 ledger (no checksums) made version 2 before a resume writes to it: the tables get
+        their checksum column, the rows they hold keep NULL (unchecked: nothing can vouch for them now),
+        and every row written from here on carries its checksum."""
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if version == str(_SCHEMA_VERSION):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in _CHECKED_TABLES:
+                if _checksum_column(conn, table) == "NULL":
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN checksum TEXT")
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(_SCHEMA_VERSION),))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     # ------------------------------------------------------------------ campaign identity
 
@@ -406,14 +512,25 @@ class Ledger:
 
     # ------------------------------------------------------------------ steps
 
-    def step(self, key: str, fn: Callable[[], dict], *, rerun: bool = False) -> dict:
+    def step(self, key: str, fn: Callable[[], dict], *, rerun: bool = False,
+             check: Callable[[dict], Any] | None = None) -> dict:
         """Return the stored result of step ``key``, or run ``fn``, commit its result and return it.
         ``rerun``: run ``fn`` for a stored step too, for its effect on a reproducible testbed, and still
-        return the stored result (TestbedInfo.reproducible)."""
+        return the stored result (TestbedInfo.reproducible). ``check`` reads a stored result as its
+        caller will: a KeyError, TypeError or ValueError there means the step's data is incomplete,
+        and the ledger is refused as damaged (before ``fn`` re-runs) rather than failing later."""
         if not isinstance(key, str):
             raise TypeError(f"step key must be a str, got {type(key).__name__}")
-        row = self._conn.execute("SELECT data FROM steps WHERE key = ?", (key,)).fetchone()
+        row = self._conn.execute(f"SELECT seq, time, data, {self._ck('steps')} FROM steps WHERE key = ?",
+                                 (key,)).fetchone()
         if row is not None:
+            where = self._step_name(row[0], key)
+            stored = _checked(self.path, where, "steps", key, row[1], row[2], row[3])
+            if check is not None:
+                try:
+                    check(stored)
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                    raise _refuse(self.path, where, f"its data is incomplete ({_incomplete(exc)})") from None
             self.replayed += 1
             if rerun:
                 self._muted = True  # its events were recorded when the step first ran
@@ -421,10 +538,12 @@ class Ledger:
                     fn()
                 finally:
                     self._muted = False
-            return _decode(self.path, f"step {key!r}", row[0])
+            return stored
         # fn runs outside any transaction: measurements take minutes and must not hold the lock.
         data = _encode(f"step {key!r}", fn())
-        self._write("INSERT INTO steps (key, time, data) VALUES (?, ?, ?)", (key, time.time(), data))
+        now = time.time()
+        self._write("INSERT INTO steps (key, time, data, checksum) VALUES (?, ?, ?, ?)",
+                    (key, now, data, _checksum("steps", key, now, data)))
         self.executed += 1
         # Return the decoded stored value, not fn's object, so a live run and a replay see exactly
         # the same thing (JSON turns tuples into lists and int keys into strings).
@@ -438,10 +557,19 @@ class Ledger:
         """Completed steps whose key starts with ``prefix``, in completion order."""
         # substr rather than LIKE: step keys may contain '%' or '_'.
         rows = self._conn.execute(
-            "SELECT key, data FROM steps WHERE substr(key, 1, length(?1)) = ?1 ORDER BY seq",
-            (prefix,),
+            f"SELECT seq, key, time, data, {self._ck('steps')} FROM steps WHERE substr(key, 1, length(?1)) = ?1 "
+            f"ORDER BY seq", (prefix,),
         ).fetchall()
-        return [(key, _decode(self.path, f"step {key!r}", data)) for key, data in rows]
+        return [(key, _checked(self.path, self._step_name(seq, key), "steps", key, when, data, ck))
+                for seq, key, when, data, ck in rows]
+
+    def _step_name(self, seq: int, key: str) -> str:
+        """'step N ('key')': N counts the steps in completion order, as ``streambed ledger verify`` does."""
+        n = self._conn.execute("SELECT count(*) FROM steps WHERE seq <= ?", (seq,)).fetchone()[0]
+        return f"step {n} ({key!r})"
+
+    def _ck(self, table: str) -> str:
+        return _checksum_column(self._conn, table)
 
     # ------------------------------------------------------------------ events and result
 
@@ -451,22 +579,27 @@ class Ledger:
         text = _encode(f"event {kind!r}", data)
         if self._muted:
             return
-        self._write("INSERT INTO events (time, kind, data) VALUES (?, ?, ?)", (time.time(), kind, text))
+        now = time.time()
+        self._write("INSERT INTO events (time, kind, data, checksum) VALUES (?, ?, ?, ?)",
+                    (now, kind, text, _checksum("events", kind, now, text)))
 
     def events(self, kind: str | None = None) -> list[dict]:
         """Logged events (all, or those of ``kind``) in order: {"seq", "time", "kind", "data"}."""
-        sql = "SELECT seq, time, kind, data FROM events"
+        sql = f"SELECT seq, time, kind, data, {self._ck('events')} FROM events"
         args: tuple = ()
         if kind is not None:
             sql += " WHERE kind = ?"
             args = (kind,)
         rows = self._conn.execute(sql + " ORDER BY seq", args).fetchall()
-        return [{"seq": s, "time": t, "kind": k, "data": _decode(self.path, f"event {s}", x)} for s, t, k, x in rows]
+        return [{"seq": s, "time": t, "kind": k, "data": _checked(self.path, f"event {s} ({k!r})", "events", k, t, x, c)}
+                for s, t, k, x, c in rows]
 
     def set_result(self, data: dict) -> None:
         """Store the campaign's final result, replacing any previous one."""
         text = _encode("result", data)
-        self._write("INSERT OR REPLACE INTO result (id, time, data) VALUES (1, ?, ?)", (time.time(), text))
+        now = time.time()
+        self._write("INSERT OR REPLACE INTO result (id, time, data, checksum) VALUES (1, ?, ?, ?)",
+                    (now, text, _checksum("result", "result", now, text)))
 
     def _write(self, sql: str, args: tuple) -> None:
         """One committed write; a full disk or a file gone read-only is one line saying what is kept."""
@@ -478,8 +611,8 @@ class Ledger:
 
     def result(self) -> dict | None:
         """The campaign's final result, or None if it has none yet."""
-        row = self._conn.execute("SELECT data FROM result WHERE id = 1").fetchone()
-        return None if row is None else _decode(self.path, "the result", row[0])
+        row = self._conn.execute(f"SELECT time, data, {self._ck('result')} FROM result WHERE id = 1").fetchone()
+        return None if row is None else _checked(self.path, "the result", "result", "result", *row)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -496,45 +629,75 @@ class Ledger:
         self.close()
 
 
-def _readable(conn: sqlite3.Connection, path: Path, sql: str) -> tuple[int, list[str]]:
-    """How many rows of ``sql`` (label, data) can be read and decoded, and the labels of those that cannot;
-    reading stops at the first page SQLite cannot read."""
-    good, bad = 0, []
-    try:
-        for label, data in conn.execute(sql):
-            try:
-                _decode(path, str(label), data)
-                good += 1
-            except UserError:
-                bad.append(str(label))
-    except sqlite3.DatabaseError as exc:
-        bad.append(f"(rows after {good + len(bad)} unreadable: {exc})")
-    return good, bad
+@dataclass
+class _Survey:
+    """Every row of a ledger read back: how many of each kind can be trusted, what is wrong with the
+    others (in file order, 'damaged at step N (...): ...'), and how many carry no checksum."""
+
+    steps: int = 0
+    events: int = 0
+    results: int = 0
+    damage: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    unchecked: int = 0
+
+
+def _survey(conn: sqlite3.Connection, path: Path) -> _Survey:
+    """Read every step, event and result back; reading a table stops at the first page SQLite cannot read."""
+    out = _Survey()
+    tables = (("steps", "step", f"SELECT key, time, data, {_checksum_column(conn, 'steps')} FROM steps ORDER BY seq"),
+              ("events", "event", f"SELECT kind, time, data, {_checksum_column(conn, 'events')} FROM events ORDER BY seq"),
+              ("result", "the result", f"SELECT 'result', time, data, {_checksum_column(conn, 'result')} FROM result"))
+    for table, noun, sql in tables:
+        n = 0
+        try:
+            for name, when, text, checksum in conn.execute(sql):
+                n += 1
+                label = noun if table == "result" else f"{noun} {n} ({name!r})"
+                _, problem = _row_problem(table, name, when, text, checksum)
+                if problem is not None:
+                    out.damage.append(f"damaged at {label}: {problem}")
+                    out.unreadable.append(label)
+                    continue
+                out.unchecked += checksum is None
+                if table == "steps":
+                    out.steps += 1
+                elif table == "events":
+                    out.events += 1
+                else:
+                    out.results += 1
+        except sqlite3.DatabaseError as exc:
+            out.damage.append(f"damaged ledger: {table} after row {n} unreadable (SQLite: {_one_line(exc)})")
+            out.unreadable.append(f"({table} after row {n} unreadable)")
+    return out
 
 
 def verify(campaign_dir: Path | str) -> dict:
     """What a campaign's ledger holds and whether all of it can be trusted, read without changing it:
-    SQLite's integrity check, then every step, event and result decoded. ``intact`` is False when
-    anything is wrong; the counts say what survives. UserError when there is no ledger of ours."""
+    SQLite's integrity check, then every step, event and result checked against its checksum and
+    decoded. ``intact`` is False when anything is wrong (``damage`` says what and where, first first);
+    the counts say what survives; ``unchecked`` counts the rows written before checksums existed
+    (schema version 1), which nothing can vouch for. UserError when there is no ledger of ours;
+    LedgerDamage when not even its header and parameters can be read."""
     d = Path(campaign_dir)
     db = d / Ledger.FILENAME if d.is_dir() else d
     if not db.is_file():
         raise UserError(f"{campaign_dir}: no campaign ledger ({Ledger.FILENAME}) there")
     _roll_back_interrupted_write(db)
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise UserError(f"{db}: cannot open the ledger ({_one_line(exc)})") from None
     try:
         kind, _ = Ledger._read_meta(conn, db)
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         problems = _damage(conn)
-        (steps, events, results), unreadable = _unreadable(conn, db)
+        survey = _survey(conn, db)
+    except sqlite3.Error as exc:
+        raise LedgerDamage(f"{db}: damaged ledger (SQLite: {_one_line(exc)})") from None
     finally:
         conn.close()
-    return {"path": str(db), "kind": kind, "intact": not problems and not unreadable, "problems": problems[:10],
-            "steps": steps, "events": events, "result": bool(results), "unreadable": unreadable[:20]}
-
-
-def _unreadable(conn: sqlite3.Connection, path: Path) -> tuple[tuple[int, int, int], list[str]]:
-    """The steps, events and results that read back as JSON objects, and the labels of the rows that do not."""
-    steps, bad_steps = _readable(conn, path, "SELECT 'step ' || quote(key), data FROM steps ORDER BY seq")
-    events, bad_events = _readable(conn, path, "SELECT 'event ' || seq, data FROM events ORDER BY seq")
-    results, bad_result = _readable(conn, path, "SELECT 'the result', data FROM result")
-    return (steps, events, results), bad_steps + bad_events + bad_result
+    damage = [f"damaged ledger (SQLite: {p})" for p in problems] + survey.damage
+    return {"path": str(db), "kind": kind, "schema_version": int(version), "intact": not damage,
+            "damage": damage[:20], "problems": problems[:10], "steps": survey.steps, "events": survey.events,
+            "result": bool(survey.results), "unchecked": survey.unchecked, "unreadable": survey.unreadable[:20]}

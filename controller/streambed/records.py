@@ -470,16 +470,29 @@ def campaign_points(campaign: CampaignRecord) -> list[dict]:
     if r is None:
         raise RecordError(f"{campaign.path}: the {campaign.kind} campaign has no result yet (it did not finish); "
                           f"finish it with --resume first")
-    if campaign.kind == "plan":
-        return list(r["exploration"]["points"])
-    if campaign.kind == "explore":
-        return list(r["points"])
-    if campaign.kind == "optimize":  # one measurement: the BIDS2 configuration of one budget
-        return [{"memory_mb": r["memory_mb"], "slots": r["slots"], "mst": r["mst"], "configuration": r["configuration"],
-                 "predicted_rate": r["predicted_rate"], "phase": "optimize",
-                 "source_limited": bool(r.get("estimate", {}).get("source_limited", False))}]
-    raise RecordError(f"{campaign.path}: a {campaign.kind} campaign; export reads plan, explore and optimize "
-                      f"campaigns (their measurements are MSTs)")
+    if campaign.kind not in ("plan", "explore", "optimize"):
+        raise RecordError(f"{campaign.path}: a {campaign.kind} campaign; export reads plan, explore and optimize "
+                          f"campaigns (their measurements are MSTs)")
+    try:
+        if campaign.kind == "plan":
+            points = list(r["exploration"]["points"])
+        elif campaign.kind == "explore":
+            points = list(r["points"])
+        else:  # optimize: one measurement, the BIDS2 configuration of one budget
+            points = [{"memory_mb": r["memory_mb"], "slots": r["slots"], "mst": r["mst"],
+                       "configuration": r["configuration"], "predicted_rate": r["predicted_rate"], "phase": "optimize",
+                       "source_limited": bool((r.get("estimate") or {}).get("source_limited", False))}]
+        for i, point in enumerate(points):
+            where = f"point {i + 1}"
+            _fields(where, point, ("memory_mb", "slots", "mst"))
+            _number(point["memory_mb"], where, "memory_mb", strict=True)
+            _integer(point["slots"], where, "slots")
+            _number(point["mst"], where, "mst")
+    except (KeyError, TypeError, AttributeError, RecordError) as e:
+        what = f"no {e.args[0]!r}" if isinstance(e, KeyError) else " ".join(str(e).split())[:200]
+        raise RecordError(f"{campaign.path}: damaged ledger: the {campaign.kind} campaign's result is incomplete "
+                          f"({what}); streambed ledger verify --campaign-dir {campaign.path.parent} says more") from None
+    return points
 
 
 def campaign_single_task(campaign: CampaignRecord) -> list[SingleTaskMetrics]:

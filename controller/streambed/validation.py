@@ -150,7 +150,8 @@ def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, confi
                     testbed.stop(run)
             return judge_run(windows, mult, settings).to_dict()
 
-        verdict = RunVerdict.from_dict(ledger.step(step, one_run, rerun=testbed.info().reproducible))
+        verdict = RunVerdict.from_dict(ledger.step(step, one_run, rerun=testbed.info().reproducible,
+                                                   check=RunVerdict.from_dict))
         runs.append(verdict)
         if on_run:
             on_run(verdict, replayed)

@@ -46,7 +46,8 @@ def measure_rates(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, 
                     with phases.phase("observation", f"{key}: observation at {rate:,.0f} events/s"):
                         return testbed.observe(run, timing.observe_s).to_dict()
 
-            m = Measurement.from_dict(ledger.step(key, window, rerun=testbed.info().reproducible))
+            m = Measurement.from_dict(ledger.step(key, window, rerun=testbed.info().reproducible,
+                                                  check=Measurement.from_dict))
             results.append(m)
             if on_window:
                 on_window(i, m, replayed)

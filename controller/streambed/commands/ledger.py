@@ -22,15 +22,22 @@ def register(sub) -> None:
 def cmd_verify(args, out: Output) -> None:
     from ..ledger import verify
 
-    report = verify(args.campaign_dir)
+    try:
+        report = verify(args.campaign_dir)
+    except UserError as e:
+        # --json: one document on stdout whatever happens; the error line still goes to stderr (exit 2)
+        out.result({"path": str(args.campaign_dir), "intact": False, "error": str(e)})
+        raise
+
     def count(n: int, what: str) -> str:
         return f"{n:,} {what}{'' if n == 1 else 's'}"
 
     summary = f"{count(report['steps'], 'step')}, {count(report['events'], 'event')}, " \
               f"{'a result' if report['result'] else 'no result'}"
-    if not report["intact"]:
-        first = (report["problems"] or report["unreadable"])[0]
-        raise UserError(f"{report['path']}: damaged ledger ({first}); readable: {summary}. Resume refuses it: start "
-                        f"the campaign again in a new --campaign-dir")
-    out.info(f"{report['path']}: a whole {report['kind']} ledger: {summary}")
+    unchecked = f"; {count(report['unchecked'], 'row')} written before checksums existed, unchecked" \
+        if report["unchecked"] else ""
     out.result(report)
+    if not report["intact"]:
+        raise UserError(f"{report['path']}: {report['damage'][0]}; readable: {summary}{unchecked}. Resume refuses it: "
+                        f"start the campaign again in a new --campaign-dir")
+    out.info(f"{report['path']}: a whole {report['kind']} ledger: {summary}{unchecked}")
