@@ -626,3 +626,108 @@ def test_a_ledger_killed_mid_commit_is_read_with_every_committed_step(tmp_path):
     assert record.kind == "estimation"
     report = verify(d)
     assert report["intact"] and report["steps"] == 300  # the uncommitted table is gone, every step stays
+
+
+# ---------------------------------------------------------------------- damaged ledgers through the CLI
+
+PLAN = ["plan", "--query", "paper-q11-linear", "--rate", "2e7", "--profiles", "512,4096", "--timing", "quick",
+        "--campaign-dir", "p"]
+
+
+@pytest.fixture(scope="module")
+def plan_campaign(tmp_path_factory):
+    """A finished plan campaign on the simulated testbed (about 10 s); each test damages a copy."""
+    from clitools import json_result, streambed
+
+    cwd = tmp_path_factory.mktemp("plan")
+    json_result(streambed(*PLAN, "--json", cwd=cwd, timeout=180))
+    return cwd / "p"
+
+
+def _copy(campaign: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(campaign, tmp_path / "p")
+    return tmp_path / "p"
+
+
+def test_cli_a_changed_digit_in_a_plan_is_refused_by_resume_and_reported_by_verify(plan_campaign, tmp_path):
+    """One digit of one window's measurement: verify said whole, and the resumed plan planned other
+    slots. Now both say where the ledger is damaged; --json still prints its document."""
+    from clitools import error_line, streambed
+
+    d = _copy(plan_campaign, tmp_path)
+    _change_digit(d / Ledger.FILENAME, "steps", "key = 'co05/4096MB/32/w0'")
+    line = error_line(streambed(*PLAN, "--resume", cwd=tmp_path, timeout=180))
+    assert re.search(r"damaged at step \d+ \('co05/4096MB/32/w0'\)", line), line
+    line = error_line(streambed("ledger", "verify", "--campaign-dir", "p", cwd=tmp_path))
+    assert re.search(r"damaged at step \d+ \('co05/4096MB/32/w0'\).*Resume refuses it", line), line
+    proc = streambed("ledger", "verify", "--campaign-dir", "p", "--json", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    report = json.loads(proc.stdout)
+    assert report["intact"] is False and "co05/4096MB/32/w0" in report["damage"][0]
+
+
+def test_cli_a_step_without_its_data_is_damage_on_resume(plan_campaign, tmp_path):
+    """A ledger written before checksums whose warm-up step holds {}: plan --resume crashed with
+    KeyError: 'achieved_rate'. Now: one line, exit 2, naming the step and the missing field."""
+    from clitools import error_line, streambed
+
+    d = _copy(plan_campaign, tmp_path)
+    _to_version_1(d / Ledger.FILENAME)
+    _sqlite_file(d / Ledger.FILENAME, ["UPDATE steps SET data = '{}' WHERE key = 'single/4096MB/warmup'"])
+    proc = streambed(*PLAN, "--resume", cwd=tmp_path, timeout=180)
+    # the steps before it replay (with their progress lines) until the damaged one is read
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
+    line = proc.stderr.strip().splitlines()[-1]
+    assert re.search(r"^streambed: error: .*damaged at step \d+ \('single/4096MB/warmup'\): its data is incomplete "
+                     r"\(no 'achieved_rate'\)", line), line
+    assert not any(ln.startswith("written:") for ln in proc.stderr.splitlines())
+
+
+def test_cli_a_ledger_written_before_checksums_resumes_to_the_same_plan(plan_campaign, tmp_path):
+    from clitools import json_result, streambed
+
+    d = _copy(plan_campaign, tmp_path)
+    _to_version_1(d / Ledger.FILENAME)
+    verified = streambed("ledger", "verify", "--campaign-dir", "p", cwd=tmp_path)
+    assert verified.returncode == 0 and "written before checksums existed, unchecked" in verified.stderr
+    original = json.loads((plan_campaign / "plan.json").read_text())
+    resumed = json_result(streambed(*PLAN, "--resume", "--json", cwd=tmp_path, timeout=180))
+    assert [e["slots"] for e in resumed["plan"]["entries"]] == [e["slots"] for e in original["entries"]]
+    assert json_result(streambed("ledger", "verify", "--campaign-dir", "p", "--json", cwd=tmp_path))["schema_version"] == 2
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_cli_export_of_an_incomplete_result_is_one_line(plan_campaign, tmp_path, version):
+    """A result {"plan": 5}: KeyError: 'exploration' before; now damage, one line, exit 2 (a checksum
+    mismatch in a current ledger, an incomplete result in one written before checksums)."""
+    from clitools import error_line, streambed
+
+    d = _copy(plan_campaign, tmp_path)
+    if version == 1:
+        _to_version_1(d / Ledger.FILENAME)
+    _sqlite_file(d / Ledger.FILENAME, ["UPDATE result SET data = '{\"plan\": 5}'"])
+    line = error_line(streambed("export", "--campaign-dir", "p", cwd=tmp_path))
+    assert "damaged" in line and ("no 'exploration'" if version == 1 else "the result: its content does not match its checksum") in line, line
+
+
+@pytest.mark.parametrize("case", ["random-512", "truncated", "header"])
+def test_cli_a_damaged_file_is_one_line_everywhere_and_verify_json_prints_a_document(plan_campaign, tmp_path, case):
+    from clitools import error_line, streambed
+
+    d = _copy(plan_campaign, tmp_path)
+    path = d / Ledger.FILENAME
+    whole = path.read_bytes()
+    if case == "random-512":
+        path.write_bytes(os.urandom(512))
+    elif case == "truncated":
+        path.write_bytes(whole[: len(whole) // 2])
+    else:
+        path.write_bytes(whole[:16] + b"\xff" * 8 + whole[24:])
+    for argv in (["ledger", "verify", "--campaign-dir", "p"], [*PLAN, "--resume"], ["export", "--campaign-dir", "p"],
+                 ["fit", "--measurements", "p", "--rate", "1e6"]):
+        line = error_line(streambed(*argv, cwd=tmp_path, columns=60, timeout=180))
+        assert "damaged" in line, (argv, line)
+    proc = streambed("ledger", "verify", "--campaign-dir", "p", "--json", cwd=tmp_path)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["intact"] is False
