@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from ..errors import UserError
-from ..files import write_text
+from ..files import replacing
 from .provider import Inventory
 
 EXAMPLES = Path("terraform") / "examples"
@@ -157,25 +157,27 @@ class Terraform:
                                  f"{', '.join(sorted(self.declared())) or 'none'})")
         # A file rather than -var flags: lists and maps pass as JSON, and nothing lands in `ps`.
         path = self.state_path / "variables.tfvars.json"
-        path.write_text(json.dumps(dict(self.variables), indent=2, sort_keys=True), encoding="utf-8")
+        _write_private(path, json.dumps(dict(self.variables), indent=2, sort_keys=True))
         return [f"-var-file={path}"]
 
     def _run(self, command: str, *args: str, quiet: bool = False) -> str:
         directory = Path(self.directory)
         if not (directory.is_dir() and any(directory.glob("*.tf"))):
             raise TerraformError(f"terraform {command}: {directory} is not a Terraform configuration (no .tf file)")
-        self.state_path.mkdir(parents=True, exist_ok=True)
+        self.state_path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_private(self.state_path)
         env = {**os.environ, "TF_DATA_DIR": str(self.state_path / ".terraform"), "TF_IN_AUTOMATION": "1",
                "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
         cmd = [terraform_binary(), f"-chdir={directory}", command, "-no-color", *args]
         if quiet:
             # Machine-read output: stdout alone (warnings, such as a missing CLI config, go to stderr).
-            done = subprocess.run(cmd, capture_output=True, env=env, text=True, stdin=subprocess.DEVNULL)
+            done = subprocess.run(cmd, capture_output=True, env=env, text=True, stdin=subprocess.DEVNULL,
+                                  umask=PRIVATE_UMASK)
             rc, text = done.returncode, done.stdout if done.returncode == 0 else done.stderr + done.stdout
         else:
             # One stream (stderr into stdout), read line by line for the log: no pipe fills up unread.
             with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                  stdin=subprocess.DEVNULL) as process:
+                                  stdin=subprocess.DEVNULL, umask=PRIVATE_UMASK) as process:
                 lines = []
                 for line in process.stdout:
                     lines.append(line)
@@ -186,6 +188,29 @@ class Terraform:
         if rc != 0:
             raise TerraformError(f"terraform {command} ({self._name}): {error_line(text)}")
         return text
+
+
+PRIVATE_UMASK = 0o077
+"""Terraform runs with this umask: the state files it writes (addresses, and the secrets a provider
+returns) are 0600, its working files 0700."""
+
+
+def _make_private(state_dir: Path) -> None:
+    """The state directory 0700 and the state files already in it 0600 (Terraform keeps the mode of a
+    state file it rewrites, so one written 0644 before stays 0644 otherwise)."""
+    state_dir.chmod(0o700)
+    for state in state_dir.glob("*.tfstate*"):
+        if state.is_file() and not state.is_symlink():
+            state.chmod(0o600)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``path`` holds ``text``, replaced whole, readable by its owner only (0600): rendered inventories and
+    variable files may hold passwords."""
+    with replacing(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
 
 
 def write_inventory(files: Mapping[str, str], directory: Path | str) -> list[Path]:
@@ -203,11 +228,12 @@ def write_inventory(files: Mapping[str, str], directory: Path | str) -> list[Pat
         if target.is_file():
             try:
                 if yaml.safe_load(target.read_text(encoding="utf-8")) == yaml.safe_load(text):
+                    target.chmod(0o600)  # kept as it is, but no longer readable by others
                     continue
             except yaml.YAMLError:
                 pass  # not YAML (or broken): replaced below
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_text(target, text)  # whole or not at all: a killed provision leaves no half inventory
+        _write_private(target, text)  # whole or not at all: a killed provision leaves no half inventory
         written.append(target)
     return written
 
