@@ -8,6 +8,7 @@ YAML alias bomb; a truncation; random bytes. ``ledger`` damages a SQLite ledger 
 
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 from pathlib import Path
@@ -48,8 +49,8 @@ def replacement(draw: Draw) -> Any:
         return draw(extreme_numbers)
     if how == "string":
         return draw(hostile_strings)
-    if how == "type":
-        return draw(wrong_types)
+    if how == "type":  # a copy: a later edit inside it must not change the strategy's own list or dict
+        return copy.deepcopy(draw(wrong_types))
     if how == "huge":
         return _HUGE
     return _DEEP.format(draw(st.sampled_from([50, 900, 5000, 100_000])))
