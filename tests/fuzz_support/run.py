@@ -31,11 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "failures").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="streambed-fuzz-") as tmp:
         session = Session(Path(tmp), args.seed, keep_failures=out / "failures", progress=True)
+        aborted = None
         try:
             run(session, args.examples)
+        except Exception as e:  # the fuzz itself broke: still report what ran, and say so
+            aborted = f"{type(e).__name__}: {str(e)[:300]}"
         finally:
             session.close()
             summary = session.summary()
+            summary["aborted"] = aborted
             (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"fuzz: seed {summary['seed']}, {summary['invocations']} invocations in {summary['seconds_total']} s "
           f"(median {summary['seconds_per_invocation']['median']} s, max {summary['seconds_per_invocation']['max']} s, "
@@ -52,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {len(cases):4d}  {key}   [{', '.join(map(str, cases[:8]))}{' ...' if len(cases) > 8 else ''}]")
     print(session.report(limit=10))
     print(f"summary: {out / 'summary.json'}; failing cases: {out / 'failures'}/case-N/repro.sh")
-    return 1 if summary["failures"] else 0
+    if aborted:
+        print(f"fuzz: the run stopped early: {aborted}")
+    return 1 if summary["failures"] or aborted else 0
 
 
 if __name__ == "__main__":
