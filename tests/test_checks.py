@@ -68,3 +68,48 @@ def test_integers_that_fail(value, kw):
 def test_number_text():
     assert checks.is_number_text("1e6") and checks.is_number_text(" 2.5 ")
     assert not checks.is_number_text("1e") and not checks.is_number_text("q1")
+
+
+@pytest.mark.parametrize("value", ["Calc#1", "Sink #2", "Überoperator", "a" * 200])
+def test_names_that_pass(value):
+    assert checks.name(value) == value
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("Calc\n#1", "control character"),
+    ("Calc\t1", "control character"),
+    ("x\x00", "control character"),
+    ("", "non-empty"),
+    ("a" * 201, "at most 200"),
+    (5, "text"),
+    (None, "text"),
+])
+def test_names_that_fail(value, fragment):
+    with pytest.raises(checks.Invalid, match=fragment):
+        checks.name(value)
+
+
+def test_booleans_are_booleans():
+    assert checks.boolean(True) is True and checks.boolean(False) is False
+    for v in ("yes", "true", 1, 0, None):
+        with pytest.raises(checks.Invalid, match="true or false"):
+            checks.boolean(v)
+
+
+def test_integers_have_a_digit_limit():
+    with pytest.raises(checks.Invalid, match="digits"):
+        checks.integer(10 ** 40)
+    with pytest.raises(checks.Invalid, match="digits"):
+        checks.integer("9" * 5000, text=True)
+
+
+def test_numbers_have_an_upper_bound_when_asked():
+    assert checks.number(1e3, maximum=1e3) == 1e3
+    with pytest.raises(checks.Invalid, match="<= 1000"):
+        checks.number(1e308, maximum=1e3)
+
+
+def test_shown_escapes_control_characters_on_one_line():
+    assert checks.shown("a\nb.yaml") == "a\\nb.yaml"
+    assert checks.shown("plain/path.yaml") == "plain/path.yaml"
+    assert "\n" not in checks.shown("x\r\n\x1b[31m")

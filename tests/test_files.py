@@ -64,3 +64,122 @@ def test_the_temporary_keeps_the_extension_and_the_result_the_umask(tmp_path):
 def test_state_and_secrets_stay_out_of_git(path, ignored):
     check = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO)
     assert check.returncode == (0 if ignored else 1), path
+
+
+# -- what the writer refuses: a target that is not a regular file, and symlinks ------------------------------
+
+
+def _not_files(tmp_path):
+    """Targets that exist and are not regular files: each must be refused and left as it was."""
+    import socket
+
+    made = {}
+    os.mkfifo(tmp_path / "fifo")
+    made["fifo"] = "not a regular file"
+    (tmp_path / "dir").mkdir()
+    made["dir"] = "is a directory"
+    (tmp_path / "inside.html").write_text("kept\n")
+    os.symlink("inside.html", tmp_path / "link-inside")
+    made["link-inside"] = "symbolic link"
+    os.symlink("/etc/hostname", tmp_path / "link-outside")
+    made["link-outside"] = "symbolic link"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(tmp_path / "sock"))
+    s.close()
+    made["sock"] = "not a regular file"
+    try:  # a device node like /dev/full (root only); the real /dev/full is never put at risk
+        os.mknod(tmp_path / "full", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 7))
+        made["full"] = "not a regular file"
+    except PermissionError:
+        pass
+    return made
+
+
+def test_the_writer_refuses_a_target_that_is_not_a_regular_file_and_leaves_it(tmp_path):
+    import stat
+
+    from streambed.errors import UserError
+
+    for name, fragment in _not_files(tmp_path).items():
+        target = tmp_path / name
+        before = os.lstat(target)
+        with pytest.raises(UserError, match=fragment) as e:
+            write_text(target, "<html>\n")
+        assert "\n" not in str(e.value) and str(target) in str(e.value)
+        after = os.lstat(target)
+        assert (stat.S_IFMT(after.st_mode), after.st_ino) == (stat.S_IFMT(before.st_mode), before.st_ino), name
+    assert (tmp_path / "inside.html").read_text() == "kept\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def test_the_writer_checks_the_target_again_before_it_renames(tmp_path):
+    """A FIFO put in place while the file was being written is refused too, not replaced."""
+    from streambed.errors import UserError
+
+    target = tmp_path / "report.html"
+    with pytest.raises(UserError, match="not a regular file"):
+        with replacing(target) as tmp:
+            tmp.write_text("page")
+            os.mkfifo(target)
+    assert not os.path.isfile(target)
+
+
+def test_check_target_refuses_before_any_work(tmp_path):
+    from streambed.errors import UserError
+    from streambed.files import check_target
+
+    check_target(tmp_path / "new.json")  # absent: fine
+    (tmp_path / "old.json").write_text("{}")
+    check_target(tmp_path / "old.json")  # a regular file: fine
+    os.mkfifo(tmp_path / "f")
+    with pytest.raises(UserError, match="not a regular file"):
+        check_target(tmp_path / "f")
+
+
+# -- YAML with bounds --------------------------------------------------------------------------------------
+
+
+ALIAS_BOMB = ("name: bomb\ndescription: &a9 [&a8 [&a7 [&a6 [&a5 [&a4 [&a3 [&a2 [&a1 [&a0 [x,x,x,x,x,x,x,x,x]]]]]]]]]]\n"
+              "d1: &b1 [*a9,*a9,*a9,*a9,*a9,*a9,*a9,*a9,*a9]\nd2: &b2 [*b1,*b1,*b1,*b1,*b1,*b1,*b1,*b1,*b1]\n"
+              "d3: &b3 [*b2,*b2,*b2,*b2,*b2,*b2,*b2,*b2,*b2]\nd4: &b4 [*b3,*b3,*b3,*b3,*b3,*b3,*b3,*b3,*b3]\n"
+              "d5: [*b4,*b4,*b4,*b4,*b4,*b4,*b4,*b4,*b4]\n")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (ALIAS_BOMB, "more than"),
+    ("".join(f"k{i}: {i}\n" for i in range(200_000)), "more than"),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+    ("a: 1\na: 2\n", "duplicate key"),
+    ("a: [unclosed\n", "not valid YAML"),
+])
+def test_yaml_beyond_its_bounds_is_one_line_and_fast(text, fragment):
+    import time
+
+    from streambed.errors import UserError
+    from streambed.files import load_yaml
+
+    start = time.monotonic()
+    with pytest.raises(UserError, match=fragment) as e:
+        load_yaml(text, "p.yaml")
+    assert "\n" not in str(e.value) and str(e.value).startswith("p.yaml")
+    assert time.monotonic() - start < 10  # a bound, not a benchmark: unbounded, these took 20 s to minutes
+
+
+def test_yaml_within_bounds_keeps_anchors():
+    from streambed.files import load_yaml
+
+    assert load_yaml("a: &x {r: 1}\nb: *x\n", "p.yaml") == {"a": {"r": 1}, "b": {"r": 1}}
+    assert load_yaml("", "p.yaml") is None
+
+
+def test_json_integers_have_a_digit_limit():
+    from streambed.errors import UserError
+    from streambed.files import load_json
+
+    assert load_json('{"slots": 12}', "plan.json") == {"slots": 12}
+    with pytest.raises(UserError, match="digits"):
+        load_json('{"slots": ' + "9" * 5000 + "}", "plan.json")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_json('{"slots": ', "plan.json")
+    with pytest.raises(UserError, match="nested"):
+        load_json("[" * 100_000 + "]" * 100_000, "plan.json")

@@ -537,3 +537,66 @@ def test_each_edge_carries_its_share_of_what_its_upstream_counts_out():
     assert shares["Calc#1"] == [("source", 1.0)]
     assert shares["GroupAggregate#2"] == [("Calc#1", 1.0)]
     assert shares["Join#4"] == [("Calc#3", 1.0), ("Calc#1", pytest.approx(0.2))]
+
+
+# ------------------------------------------------------------------------------------------------
+# Bounds: numbers a formula can take, names without control characters, YAML within limits
+
+
+@pytest.mark.parametrize("mutate, fragment", [
+    (lambda d: d["operators"][0].update(noise=1e300), "operators[0].noise: expected a number >= 0 and <= 1"),
+    (lambda d: d.update(defaults={"noise": 5.0}), "defaults.noise: expected a number >= 0 and <= 1"),
+    (lambda d: d["operators"][0].update(rate=1e300), "operators[0].rate: expected a number > 0 and <= 1e+15"),
+    (lambda d: d["operators"][0].update(name="Calc\n#1"), "operators[0].name: expected a name without control"),
+    (lambda d: d.update(name="ti\x1bny"), "name: expected a name without control"),
+])
+def test_numbers_and_names_beyond_their_bounds_are_refused(mutate, fragment):
+    d = minimal()
+    mutate(d)
+    assert fragment in error_of(d)
+
+
+def test_a_yaml_alias_bomb_in_a_text_field_is_refused_fast(tmp_path):
+    import time
+
+    levels = "".join(f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("l0: &l0 [x,x,x,x,x,x,x,x,x]\n" + levels + "name: bomb\ndescription: *l9\n")
+    start = time.monotonic()
+    msg = file_error(bomb)
+    assert "more than 100,000 YAML values" in msg and msg.startswith("bomb.yaml: ")
+    assert time.monotonic() - start < 10  # unbounded: 54 s and 3.2 GB, then a MemoryError
+
+
+def test_many_unknown_keys_are_refused_fast(tmp_path):
+    import time
+
+    f = tmp_path / "keys.yaml"
+    f.write_text("name: k\n" + "".join(f"k{i}: 1\n" for i in range(200_000)))
+    start = time.monotonic()
+    msg = file_error(f)
+    assert "more than 100,000 YAML values" in msg
+    assert time.monotonic() - start < 10  # unbounded: 21 s
+
+
+def test_a_shipped_name_wins_over_a_file_or_directory_of_that_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shipped = load_profile("q5")
+    (tmp_path / "q5").write_text("name: impostor\n")
+    assert load_profile("q5") == shipped
+    (tmp_path / "q5").unlink()
+    (tmp_path / "q5").mkdir()
+    assert load_profile("q5") == shipped
+    assert "is a directory" in file_error("./q5")  # a path still names the file
+
+
+def test_a_file_without_a_yaml_suffix_is_still_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny").write_text(yaml.safe_dump(minimal()))
+    assert load_profile("tiny").name == minimal()["name"]
+    assert "unknown profile 'nothing'" in file_error("nothing")
+
+
+def test_a_newline_in_a_path_stays_on_one_line():
+    msg = file_error("no\nsuch.yaml")
+    assert "no\\nsuch.yaml" in msg

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any
 
 
@@ -23,12 +24,24 @@ def _bound(minimum: float | None, strict: bool) -> str:
     return f" > {minimum:g}" if strict else f" >= {minimum:g}"
 
 
+MAX_DIGITS = 30
+"""The most digits an integer from outside may have: far more than any count, seed or rate, far fewer
+than Python's own 4,300-digit limit on converting text, which fails with a traceback."""
+
+MAX_NAME_CHARS = 200
+"""The longest name (operator, query, profile) accepted: Flink's own names are far shorter."""
+
+
 def number(value: Any, *, minimum: float | None = 0.0, strict: bool = False, text: bool = False,
-           allow_inf: bool = False, unit: str = "") -> float:
+           allow_inf: bool = False, unit: str = "", maximum: float | None = None) -> float:
     """A real number (never a bool), finite unless ``allow_inf``, >= ``minimum`` (> if ``strict``;
-    None: no bound). ``text``: text such as '2.5e6' is read as a number too (command lines, CSV)."""
-    what = f"a number{_bound(minimum, strict)}{f' ({unit})' if unit else ''}"
+    None: no bound) and <= ``maximum`` (None: none). ``text``: text such as '2.5e6' is read as a
+    number too (command lines, CSV)."""
+    what = (f"a number{_bound(minimum, strict)}{f' and <= {maximum:g}' if maximum is not None else ''}"
+            f"{f' ({unit})' if unit else ''}")
     got = value
+    if text and isinstance(value, str) and len(value) > 100:
+        raise Invalid(f"expected {what}, got text of {len(value):,} characters")
     if text and isinstance(value, str):
         try:
             value = float(value.strip())
@@ -44,6 +57,8 @@ def number(value: Any, *, minimum: float | None = 0.0, strict: bool = False, tex
         raise Invalid(f"expected a finite number, got {got!r:.60}")
     if minimum is not None and (x < minimum or (strict and x <= minimum)):
         raise Invalid(f"expected {what}, got {got!r:.60}")
+    if maximum is not None and x > maximum:
+        raise Invalid(f"expected {what}, got {got!r:.60}")
     return x
 
 
@@ -52,6 +67,8 @@ def integer(value: Any, *, minimum: int = 1, text: bool = False, whole_floats: b
     numbers that way); ``text``: '4' (and '4.0' with whole_floats) is read too."""
     what = f"an integer >= {minimum}"
     got = value
+    if text and isinstance(value, str) and len(value.strip()) > MAX_DIGITS:
+        raise Invalid(f"expected {what} of at most {MAX_DIGITS} digits, got text of {len(value.strip()):,} characters")
     if text and isinstance(value, str):
         try:
             value = int(value.strip())
@@ -63,6 +80,8 @@ def integer(value: Any, *, minimum: int = 1, text: bool = False, whole_floats: b
         raise Invalid(f"expected {what}, got {got!r:.60}")
     if isinstance(value, numbers.Integral):
         n = int(value)
+        if abs(n).bit_length() > 100:  # about 30 digits; repr of a huge int would itself fail
+            raise Invalid(f"expected {what} of at most {MAX_DIGITS} digits, got one of {abs(n).bit_length()} bits")
     elif whole_floats and isinstance(value, numbers.Real) and math.isfinite(value) and value == int(value):
         n = int(value)
     else:
@@ -79,3 +98,37 @@ def is_number_text(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def name(value: Any, *, max_chars: int = MAX_NAME_CHARS) -> str:
+    """A name (operator, query, profile): non-empty text up to ``max_chars``, no control characters
+    (a newline in a name would split every table row and error line that shows it)."""
+    if not isinstance(value, str):
+        raise Invalid(f"expected a name (text), got {value!r:.60}")
+    if not value.strip():
+        raise Invalid(f"expected a non-empty name, got {value!r:.60}")
+    if len(value) > max_chars:
+        raise Invalid(f"expected a name of at most {max_chars} characters, got {len(value):,}")
+    if m := _CONTROL.search(value):
+        raise Invalid(f"expected a name without control characters, got {value!r:.60} "
+                      f"(a {m.group()!r} at character {m.start() + 1})")
+    return value
+
+
+def boolean(value: Any) -> bool:
+    """true or false, as JSON and YAML write them: never text such as 'yes' or a number."""
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {value!r:.60}")
+    return value
+
+
+def shown(text: Any) -> str:
+    """``text`` for an error line: control characters escaped as repr does (a newline in a path
+    would otherwise split the one error line in two)."""
+    s = str(text)
+    if not _CONTROL.search(s):
+        return s
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], s)

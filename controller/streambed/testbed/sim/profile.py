@@ -12,17 +12,16 @@ Loading validates everything and reports the first problem as one line naming th
 from __future__ import annotations
 
 import math
+import os
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from ... import checks
 from ...errors import ProfileError, UserError
-from ...files import read_input
+from ...files import load_yaml, read_input
 from ...model import SOURCE, Query, state_span
 from .partitioning import FLINK_MAX_MAX_PARALLELISM
 
@@ -219,6 +218,18 @@ class SimProfile:
 # Loading and validation
 
 
+MAX_PROFILE_NUMBER = 1e15
+"""The largest magnitude of a number in a profile (rates, sizes, coefficients): far beyond any query,
+and far enough below a float's range that the formulas' products and sums stay finite."""
+
+MAX_NOISE = 1.0
+"""The largest relative standard deviation of speed noise: 100 %, beyond which a multiplicative
+noise makes rates negative more often than not."""
+
+MAX_TEXT_CHARS = 10_000
+"""The longest text field (a description)."""
+
+
 class _Fields:
     """Reads typed fields from a mapping, raising ProfileError naming the full path."""
 
@@ -233,13 +244,21 @@ class _Fields:
         return f"{self.where}.{key}" if self.where else key
 
     def fail(self, key: str, expected: str, got: Any) -> ProfileError:
-        return ProfileError(f"{self.origin}: {self.path(key)}: expected {expected}, got {got!r}")
+        return ProfileError(f"{self.origin}: {self.path(key)}: expected {expected}, got {got!r:.80}")
+
+    def name(self, key: str) -> str:
+        """A name (the profile's, an operator's, an input's source): no control characters."""
+        v = self.text(key)
+        try:
+            return checks.name(v)
+        except checks.Invalid as e:
+            raise ProfileError(f"{self.origin}: {self.path(key)}: {e}") from None
 
     def has(self, key: str) -> bool:
         return key in self.data and self.data[key] is not None
 
     def number(self, key: str, default: float | None = None, *, minimum: float | None = 0.0,
-               strict: bool = False, allow_inf: bool = False) -> float:
+               strict: bool = False, allow_inf: bool = False, maximum: float = MAX_PROFILE_NUMBER) -> float:
         if not self.has(key):
             if default is None:
                 raise ProfileError(f"{self.origin}: {self.path(key)}: missing (expected a number)")
@@ -253,7 +272,11 @@ class _Fields:
                 f"and exponents without a dot as text: write 1000000 or 1.0e+6)"
             )
         try:
-            return checks.number(v, minimum=minimum, strict=strict, allow_inf=allow_inf)
+            x = checks.number(v, minimum=minimum, strict=strict, allow_inf=allow_inf,
+                              maximum=None if allow_inf else maximum)
+            if minimum is None and x < -maximum:
+                raise checks.Invalid(f"expected a number from {-maximum:g} to {maximum:g}, got {v!r:.60}")
+            return x
         except checks.Invalid as e:
             raise ProfileError(f"{self.origin}: {self.path(key)}: {e}") from None
 
@@ -276,6 +299,9 @@ class _Fields:
         v = self.data[key]
         if not isinstance(v, str) or not v.strip():
             raise self.fail(key, "non-empty text", v)
+        if len(v) > MAX_TEXT_CHARS:
+            raise ProfileError(f"{self.origin}: {self.path(key)}: expected text of at most {MAX_TEXT_CHARS:,} "
+                               f"characters, got {len(v):,}")
         if choices and v not in choices:
             raise self.fail(key, "one of " + ", ".join(choices), v)
         return v
@@ -302,7 +328,7 @@ class _Fields:
 def _parse_operator(f: _Fields, defaults: Mapping[str, float]) -> OperatorSpec:
     f.unknown({"name", "kind", "rate", "inputs", "keys", "window", "state", "buffer_records", "noise",
                "noise_correlation_s"})
-    name = f.text("name")
+    name = f.name("name")
     if name == SOURCE:
         raise f.fail("name", f"a name other than {SOURCE!r} (reserved for the source)", name)
     kind = f.text("kind", choices=KINDS)
@@ -310,7 +336,7 @@ def _parse_operator(f: _Fields, defaults: Mapping[str, float]) -> OperatorSpec:
     for i in f.items("inputs"):
         i.unknown({"from", "selectivity", "partitioning"})
         inputs.append(InputSpec(
-            source=i.text("from"),
+            source=i.name("from"),
             selectivity=i.number("selectivity", 1.0),
             partitioning=i.text("partitioning", "rebalance", PARTITIONINGS),
         ))
@@ -369,7 +395,7 @@ def _parse_operator(f: _Fields, defaults: Mapping[str, float]) -> OperatorSpec:
         window=window,
         state=state,
         buffer_records=f.number("buffer_records", defaults["buffer_records"], minimum=0.0, strict=True),
-        noise=f.number("noise", defaults["noise"]),
+        noise=f.number("noise", defaults["noise"], maximum=MAX_NOISE),
         noise_correlation_s=f.number("noise_correlation_s", defaults["noise_correlation_s"],
                                      minimum=0.0, strict=True),
     )
@@ -386,7 +412,7 @@ def _parse_analytic(f: _Fields) -> AnalyticSpec:
         memory_feature=f.text("memory_feature", "taskmanager_mb", ("slot_mb", "taskmanager_mb")),
         slots_per_taskmanager=f.integer("slots_per_taskmanager", 16, minimum=1),
         log_transform=f.text("log_transform", "log1p", ("log", "log1p")),
-        noise=f.number("noise", 0.0),
+        noise=f.number("noise", 0.0, maximum=MAX_NOISE),
         floor=f.number("floor", 1000.0, minimum=0.0, strict=True),
     )
 
@@ -395,7 +421,7 @@ def parse_profile(data: Any, origin: str = "profile") -> SimProfile:
     f = _Fields(data, "", origin)
     f.unknown({"name", "description", "operators", "graph", "memory", "defaults", "source", "max_parallelism",
                "data_seed", "analytic", "reference"})
-    name = f.text("name")
+    name = f.name("name")
     analytic = _parse_analytic(a) if (a := f.sub("analytic")) is not None else None
 
     if f.has("graph"):
@@ -429,7 +455,7 @@ def parse_profile(data: Any, origin: str = "profile") -> SimProfile:
             d.unknown(set(defaults))
             defaults = {
                 "buffer_records": d.number("buffer_records", 20000.0, minimum=0.0, strict=True),
-                "noise": d.number("noise", 0.02),
+                "noise": d.number("noise", 0.02, maximum=MAX_NOISE),
                 "noise_correlation_s": d.number("noise_correlation_s", 10.0, minimum=0.0, strict=True),
             }
         operators = tuple(_parse_operator(o, defaults) for o in f.items("operators"))
@@ -510,35 +536,17 @@ def shipped_profiles() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, but a key repeated in one mapping is an error (YAML requires unique keys;
-    PyYAML would silently keep the last value)."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    duplicate = key in seen
-                    seen.add(key)
-                except TypeError:  # unhashable: the base class reports it
-                    continue
-                if duplicate:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
 _LOADING: ContextVar[tuple[str, ...]] = ContextVar("_LOADING", default=())
 """Profiles being loaded (outermost first), to report a graph borrowed in a cycle."""
 
 
 def _is_path(text_ref: str) -> bool:
-    path = Path(text_ref)
-    return path.suffix in (".yaml", ".yml") or path.exists() or "/" in text_ref
+    """Whether a profile reference is a path: it looks like one (a YAML suffix, a directory part) or
+    names no shipped profile. A shipped name wins over a file of that name in the working directory
+    (write ./q5 for the file)."""
+    if text_ref.endswith((".yaml", ".yml")) or "/" in text_ref or os.sep in text_ref:
+        return True
+    return text_ref not in shipped_profiles() and os.path.lexists(text_ref)
 
 
 def _ref_key(text_ref: str) -> str:
@@ -555,10 +563,10 @@ def load_profile(ref: str | Path, option: str = "profile") -> SimProfile:
     path = Path(text_ref)
     if _is_path(text_ref):
         if path.is_dir():
-            raise ProfileError(f"{option}: {text_ref} is a directory, not a profile YAML file")
+            raise ProfileError(f"{option}: {checks.shown(text_ref)} is a directory, not a profile YAML file")
         if not path.exists():
-            raise ProfileError(f"{option}: file not found: {text_ref}")
-        origin = path.name
+            raise ProfileError(f"{option}: file not found: {checks.shown(text_ref)}")
+        origin = checks.shown(path.name)
         try:
             data = read_input(path)  # a FIFO or a huge file is refused, not read
         except UserError as e:
@@ -571,19 +579,14 @@ def load_profile(ref: str | Path, option: str = "profile") -> SimProfile:
         names = shipped_profiles()
         if text_ref not in names:
             raise ProfileError(
-                f"{option}: unknown profile {text_ref!r} (expected one of {', '.join(names)}, or a YAML file path)"
+                f"{option}: unknown profile {text_ref!r:.80} (expected one of {', '.join(names)}, or a YAML file path)"
             )
         origin = f"{text_ref}.yaml"
         raw = resources.files(__package__).joinpath("profiles", origin).read_text(encoding="utf-8")
     try:
-        data = yaml.load(raw, Loader=_UniqueKeyLoader)
-    except RecursionError:
-        raise ProfileError(f"{origin}: YAML nested too deeply to be a profile (docs/sim-profiles.md)") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise ProfileError(f"{origin}:{where}: not valid YAML ({problem})") from None
+        data = load_yaml(raw, origin)
+    except UserError as e:
+        raise ProfileError(str(e)) from None
     token = _LOADING.set(_LOADING.get() + (_ref_key(text_ref),))
     try:
         return parse_profile(data, origin)
