@@ -21,6 +21,7 @@ FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
 
 .PHONY: venv install plan validate stop test bench evaluate clean calibration datagen provision deploy destroy
 
+FLINK_CONNECTORS := $(VENV)/flink-connectors
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -153,5 +154,12 @@ dashboards: $(VENV)/.installed
 .PHONY: flink-job
 flink-job: $(VENV)/.installed $(FLINK_JOB_JAR)
 
-$(FLINK_JOB_JAR): $(FLINK_JOB_SOURCES) flink/build.sh $(VENV)/.installed
-	flink/build.sh "$$($(PY) -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))')" $@
+$(FLINK_JOB_JAR): $(FLINK_JOB_SOURCES) flink/build.sh $(VENV)/.installed $(FLINK_CONNECTORS)/.installed
+	flink/build.sh "$$($(PY) -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))')" $@ $(FLINK_CONNECTORS)/pyflink/lib
+
+# Flink's Kafka connector 4.0.1-2.0 and kafka-clients 3.9.1, from PyPI (docs/data.md: checked against
+# Flink 2.3). Installed beside the venv's packages, never into them: the wheel's other jars are
+# Flink 2.0's and would shadow 2.3's in pyflink/lib. build.sh puts the two jars into the job jar.
+$(FLINK_CONNECTORS)/.installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet --no-deps --upgrade --target $(FLINK_CONNECTORS) shigawire-apache-flink-libraries==2.0.0.post1
+	touch $@

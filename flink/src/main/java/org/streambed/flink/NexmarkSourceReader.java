@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
  * source should have emitted by now minus those it emitted), {@code targetRate} (this subtask's
  * share, events/s) and {@code emittedRecords}.
  */
-final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
+final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit>, PacedStats {
 
     /** At most this many records per pollNext call (keeps the mailbox responsive). */
     static final int MAX_BATCH = 256;
@@ -178,11 +178,13 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
         Timer.release();
     }
 
-    long emittedRecords() {
+    @Override
+    public long emittedRecords() {
         return emittedSnapshot;
     }
 
-    long pendingRecords() {
+    @Override
+    public long pendingRecords() {
         return pendingNow();
     }
 
@@ -203,7 +205,8 @@ final class NexmarkSourceReader implements SourceReader<RowData, NexmarkSplit> {
         return pendingSnapshot + (since > 0 ? (long) Math.floor(accrualRate * since / 1e9) : 0L);
     }
 
-    double targetRate() {
+    @Override
+    public double targetRate() {
         return targetSnapshot;
     }
 

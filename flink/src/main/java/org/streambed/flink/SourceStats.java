@@ -9,17 +9,17 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class SourceStats {
 
-    private static final Set<NexmarkSourceReader> READERS = ConcurrentHashMap.newKeySet();
+    private static final Set<PacedStats> READERS = ConcurrentHashMap.newKeySet();
     /** Emitted records of readers that have been closed (so totals survive a reader restart). */
     private static volatile long closedEmitted;
 
     private SourceStats() {}
 
-    static void register(NexmarkSourceReader r) {
+    static void register(PacedStats r) {
         READERS.add(r);
     }
 
-    static synchronized void unregister(NexmarkSourceReader r) {
+    static synchronized void unregister(PacedStats r) {
         if (READERS.remove(r)) {
             closedEmitted += r.emittedRecords();
         }
@@ -27,7 +27,7 @@ public final class SourceStats {
 
     public static synchronized long emitted() {
         long n = closedEmitted;
-        for (NexmarkSourceReader r : READERS) {
+        for (PacedStats r : READERS) {
             n += r.emittedRecords();
         }
         return n;
@@ -35,7 +35,7 @@ public final class SourceStats {
 
     public static long pending() {
         long n = 0;
-        for (NexmarkSourceReader r : READERS) {
+        for (PacedStats r : READERS) {
             n += r.pendingRecords();
         }
         return n;
@@ -43,7 +43,7 @@ public final class SourceStats {
 
     public static double target() {
         double t = 0;
-        for (NexmarkSourceReader r : READERS) {
+        for (PacedStats r : READERS) {
             t += r.targetRate();
         }
         return t;

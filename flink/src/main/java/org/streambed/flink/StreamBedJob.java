@@ -87,7 +87,7 @@ public final class StreamBedJob {
     static final Set<String> VALUE_KEYS = new HashSet<>(List.of(
             "sql-file", "sql-b64", "rate-file", "rate-url", "initial-rate", "source-parallelism",
             "parallelism", "job-name", "catch-up", "max-parallelism", "local-seconds", "splits",
-            "replay-dir"));
+            "replay-dir", "source", "bootstrap", "topic"));
     static final Set<String> FLAG_KEYS = new HashSet<>(List.of("explain"));
 
     static final class Args {
@@ -104,6 +104,9 @@ public final class StreamBedJob {
         int splits = DEFAULT_SPLITS;
         /** Absolute directory of the data set replayed instead of the generator; null: generate. */
         String replayDir;
+        /** host:port[,host:port...] and topic of the data set replayed from Kafka; null: not Kafka. */
+        String kafkaBootstrap;
+        String kafkaTopic;
     }
 
     static Args parseArgs(String[] argv) throws Failure {
@@ -206,6 +209,35 @@ public final class StreamBedJob {
             }
         }
         a.splits = parseInt("splits", kv.getOrDefault("splits", Integer.toString(DEFAULT_SPLITS)), 1);
+        String source = kv.getOrDefault("source", kv.containsKey("replay-dir") ? "files" : "generator");
+        if (!List.of("generator", "files", "kafka").contains(source)) {
+            throw argError("--source must be generator, files or kafka, got '" + source + "'");
+        }
+        if (source.equals("files") != kv.containsKey("replay-dir")) {
+            throw argError(source.equals("files") ? "--source files needs --replay-dir DIR"
+                    : "--replay-dir applies to --source files only");
+        }
+        if (source.equals("kafka") != (kv.containsKey("bootstrap") || kv.containsKey("topic"))
+                || source.equals("kafka") && !(kv.containsKey("bootstrap") && kv.containsKey("topic"))) {
+            throw argError(source.equals("kafka") ? "--source kafka needs --bootstrap HOST:PORT[,...] and --topic NAME"
+                    : "--bootstrap and --topic apply to --source kafka only");
+        }
+        if (source.equals("kafka")) {
+            a.kafkaBootstrap = kv.get("bootstrap").trim();
+            a.kafkaTopic = kv.get("topic").trim();
+            if (!a.kafkaBootstrap.matches("[A-Za-z0-9._\\[\\]:-]+:[0-9]{1,5}(,[A-Za-z0-9._\\[\\]:-]+:[0-9]{1,5})*")) {
+                throw argError("--bootstrap must be host:port[,host:port...], got '" + a.kafkaBootstrap + "'");
+            }
+            if (!a.kafkaTopic.matches("[A-Za-z0-9._-]{1,249}")) {
+                throw argError("--topic must be a Kafka topic name (letters, digits, '.', '_', '-'), got '"
+                        + a.kafkaTopic + "'");
+            }
+            if (kv.containsKey("splits")) {
+                throw argError("--splits does not apply to --source kafka (its splits are the topic's partitions)");
+            }
+            // the topic's partitions are the splits, spread by the KafkaSource over the subtasks
+            a.splits = a.sourceParallelism;
+        }
         if (kv.containsKey("replay-dir")) {
             String dir = kv.get("replay-dir");
             try {
@@ -343,6 +375,10 @@ public final class StreamBedJob {
                 .append("'");
         if (a.rateLocation != null) {
             ddl.append(",\n  'rate-location' = '").append(a.rateLocation.replace("'", "''")).append("'");
+        }
+        if (a.kafkaTopic != null) {
+            ddl.append(",\n  'kafka-bootstrap' = '").append(a.kafkaBootstrap.replace("'", "''"))
+                    .append("',\n  'kafka-topic' = '").append(a.kafkaTopic).append("'");
         }
         if (a.replayDir != null) {
             ddl.append(",\n  'replay-dir' = '").append(a.replayDir.replace("'", "''")).append("'");

@@ -1,0 +1,340 @@
+package org.streambed.flink;
+
+import org.apache.flink.api.common.eventtime.Watermark;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.ReaderOutput;
+import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.api.connector.source.SourceEvent;
+import org.apache.flink.api.connector.source.SourceOutput;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.SourceSplit;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
+import org.apache.flink.core.io.InputStatus;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
+import org.apache.flink.table.data.RowData;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
+
+/**
+ * Any FLIP-27 source of rows (here Flink's KafkaSource over a replayed topic) paced like the
+ * Nexmark source: the same {@link Pacer}, the same total target re-read through a {@link RatePoller}
+ * and split over the source subtasks, the same metrics ({@code pendingRecords}, {@code targetRate},
+ * {@code emittedRecords}). Splits, enumerator and checkpoints stay the wrapped source's own.
+ */
+public final class PacedSource<S extends SourceSplit, E>
+        implements Source<RowData, S, E>, ResultTypeQueryable<RowData> {
+
+    private static final long serialVersionUID = 1L;
+
+    private final Source<RowData, S, E> inner;
+    private final TypeInformation<RowData> type;
+    /** File path or http(s) URL of the total target rate; null for a constant initialRate. */
+    final String rateLocation;
+    /** Total rate until the first good read (NaN: 0). */
+    final double initialRate;
+    /** 0 strict, > 0 backlog caught up at (1 + catchUp) x target, inf as fast as possible. */
+    final double catchUp;
+
+    public PacedSource(Source<RowData, S, E> inner, TypeInformation<RowData> type, String rateLocation,
+            double initialRate, double catchUp) {
+        this.inner = inner;
+        this.type = type;
+        this.rateLocation = rateLocation;
+        this.initialRate = initialRate;
+        this.catchUp = catchUp;
+    }
+
+    @Override
+    public Boundedness getBoundedness() {
+        return inner.getBoundedness();
+    }
+
+    @Override
+    public TypeInformation<RowData> getProducedType() {
+        return type;
+    }
+
+    @Override
+    public SourceReader<RowData, S> createReader(SourceReaderContext context) throws Exception {
+        Reader<S> reader = new Reader<>(context, this); // registers its gauges before the inner reader's
+        reader.inner = inner.createReader(context);
+        return reader;
+    }
+
+    @Override
+    public SplitEnumerator<S, E> createEnumerator(SplitEnumeratorContext<S> context) throws Exception {
+        return inner.createEnumerator(context);
+    }
+
+    @Override
+    public SplitEnumerator<S, E> restoreEnumerator(SplitEnumeratorContext<S> context, E checkpoint) throws Exception {
+        return inner.restoreEnumerator(context, checkpoint);
+    }
+
+    @Override
+    public SimpleVersionedSerializer<S> getSplitSerializer() {
+        return inner.getSplitSerializer();
+    }
+
+    @Override
+    public SimpleVersionedSerializer<E> getEnumeratorCheckpointSerializer() {
+        return inner.getEnumeratorCheckpointSerializer();
+    }
+
+    /**
+     * A source subtask: lets the inner reader emit at most what the pacer allows, so the inner
+     * reader (Kafka's fetcher) is simply not polled while the schedule says wait; what it has
+     * fetched stays in its queue and Kafka's own flow control holds the rest.
+     */
+    static final class Reader<S extends SourceSplit> implements SourceReader<RowData, S>, PacedStats {
+        private final SourceReaderContext context;
+        private final PacedSource<S, ?> config;
+        private final Pacer pacer;
+        private final CountingOutput counting = new CountingOutput();
+        SourceReader<RowData, S> inner;
+        private RatePoller poller;
+        private int parallelism = 1;
+        private CompletableFuture<Void> available = CompletableFuture.completedFuture(null);
+        private ScheduledFuture<?> wakeUp;
+        private volatile long emittedSnapshot;
+        private volatile long pendingSnapshot;
+        private volatile long snapshotNanos = System.nanoTime();
+        private volatile double accrualRate;
+        private volatile double targetSnapshot;
+
+        Reader(SourceReaderContext context, PacedSource<S, ?> config) {
+            this.context = context;
+            this.config = config;
+            this.pacer = new Pacer(config.catchUp);
+            SourceReaderMetricGroup metrics = context.metricGroup();
+            metrics.setPendingRecordsGauge(this::pendingRecords);
+            metrics.gauge("targetRate", (Gauge<Double>) () -> targetSnapshot);
+            metrics.gauge("emittedRecords", (Gauge<Long>) () -> emittedSnapshot);
+        }
+
+        @Override
+        public void start() {
+            parallelism = Math.max(1, context.currentParallelism());
+            if (config.rateLocation != null) {
+                poller = RatePoller.acquire(config.rateLocation);
+            }
+            NexmarkSourceReader.Timer.acquire();
+            SourceStats.register(this);
+            targetSnapshot = currentTotal() / parallelism;
+            inner.start();
+        }
+
+        private double currentTotal() {
+            double total = poller != null ? poller.get() : Double.NaN;
+            if (Double.isNaN(total)) {
+                total = Double.isNaN(config.initialRate) ? 0.0 : config.initialRate;
+            }
+            return total;
+        }
+
+        @Override
+        public InputStatus pollNext(ReaderOutput<RowData> output) throws Exception {
+            long now = System.nanoTime();
+            double share = currentTotal() / parallelism;
+            if (share != pacer.rate()) {
+                pacer.setRate(share, now);
+            }
+            targetSnapshot = share;
+            pacer.advance(now);
+            long n = Math.min(pacer.allowed(), NexmarkSourceReader.MAX_BATCH);
+            if (n > 0) {
+                counting.start(output);
+                InputStatus status = InputStatus.MORE_AVAILABLE;
+                try {
+                    // the inner reader emits at most one record per call, sometimes none (a split switch)
+                    for (long calls = 0; counting.count < n && calls < 2 * n + 8; calls++) {
+                        status = inner.pollNext(counting);
+                        if (status != InputStatus.MORE_AVAILABLE) {
+                            break;
+                        }
+                    }
+                } finally {
+                    pacer.emitted(counting.count);
+                    emittedSnapshot = pacer.emittedCount();
+                    snapshot(now);
+                }
+                if (status == InputStatus.NOTHING_AVAILABLE) {
+                    available = inner.isAvailable();
+                }
+                return status;
+            }
+            snapshot(now);
+            long wait = Math.max(NexmarkSourceReader.MIN_WAIT_NANOS,
+                    Math.min(NexmarkSourceReader.MAX_WAIT_NANOS, pacer.nanosUntilNext()));
+            CompletableFuture<Void> f = new CompletableFuture<>();
+            available = f;
+            wakeUp = NexmarkSourceReader.Timer.schedule(() -> f.complete(null), wait);
+            return InputStatus.NOTHING_AVAILABLE;
+        }
+
+        private void snapshot(long now) {
+            pendingSnapshot = pacer.pending();
+            accrualRate = pacer.rate();
+            snapshotNanos = now;
+        }
+
+        @Override
+        public CompletableFuture<Void> isAvailable() {
+            return available;
+        }
+
+        @Override
+        public List<S> snapshotState(long checkpointId) {
+            return inner.snapshotState(checkpointId);
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) throws Exception {
+            inner.notifyCheckpointComplete(checkpointId);
+        }
+
+        @Override
+        public void notifyCheckpointAborted(long checkpointId) throws Exception {
+            inner.notifyCheckpointAborted(checkpointId);
+        }
+
+        @Override
+        public void addSplits(List<S> splits) {
+            inner.addSplits(splits);
+        }
+
+        @Override
+        public void notifyNoMoreSplits() {
+            inner.notifyNoMoreSplits();
+        }
+
+        @Override
+        public void handleSourceEvents(SourceEvent event) {
+            inner.handleSourceEvents(event);
+        }
+
+        @Override
+        public void pauseOrResumeSplits(Collection<String> toPause, Collection<String> toResume) {
+            inner.pauseOrResumeSplits(toPause, toResume);
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (wakeUp != null) {
+                wakeUp.cancel(false);
+            }
+            available.complete(null);
+            SourceStats.unregister(this);
+            if (poller != null) {
+                poller.release();
+                poller = null;
+            }
+            NexmarkSourceReader.Timer.release();
+            if (inner != null) {
+                inner.close();
+            }
+        }
+
+        @Override
+        public long emittedRecords() {
+            return emittedSnapshot;
+        }
+
+        /** The backlog now, from any thread (as NexmarkSourceReader#pendingNow: a stalled source's backlog grows). */
+        @Override
+        public long pendingRecords() {
+            long since = System.nanoTime() - snapshotNanos;
+            return pendingSnapshot + (since > 0 ? (long) Math.floor(accrualRate * since / 1e9) : 0L);
+        }
+
+        @Override
+        public double targetRate() {
+            return targetSnapshot;
+        }
+    }
+
+    /** Counts the records the inner reader emits, through its main output and its per-split outputs. */
+    static final class CountingOutput implements ReaderOutput<RowData> {
+        private ReaderOutput<RowData> out;
+        long count;
+
+        void start(ReaderOutput<RowData> out) {
+            this.out = out;
+            this.count = 0;
+        }
+
+        @Override
+        public void collect(RowData record) {
+            count++;
+            out.collect(record);
+        }
+
+        @Override
+        public void collect(RowData record, long timestamp) {
+            count++;
+            out.collect(record, timestamp);
+        }
+
+        @Override
+        public void emitWatermark(Watermark watermark) {
+            out.emitWatermark(watermark);
+        }
+
+        @Override
+        public void markIdle() {
+            out.markIdle();
+        }
+
+        @Override
+        public void markActive() {
+            out.markActive();
+        }
+
+        @Override
+        public SourceOutput<RowData> createOutputForSplit(String splitId) {
+            SourceOutput<RowData> split = out.createOutputForSplit(splitId);
+            return new SourceOutput<RowData>() {
+                @Override
+                public void collect(RowData record) {
+                    count++;
+                    split.collect(record);
+                }
+
+                @Override
+                public void collect(RowData record, long timestamp) {
+                    count++;
+                    split.collect(record, timestamp);
+                }
+
+                @Override
+                public void emitWatermark(Watermark watermark) {
+                    split.emitWatermark(watermark);
+                }
+
+                @Override
+                public void markIdle() {
+                    split.markIdle();
+                }
+
+                @Override
+                public void markActive() {
+                    split.markActive();
+                }
+            };
+        }
+
+        @Override
+        public void releaseOutputForSplit(String splitId) {
+            out.releaseOutputForSplit(splitId);
+        }
+    }
+}
