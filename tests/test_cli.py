@@ -74,6 +74,9 @@ SCRATCH_FILES = {
     "plan-negative-rate.json": _plan({}, rate=-5),
     "plan-zero-rate.json": _plan({}, rate=0),
     "plan-q1.json": _plan({}),
+    "plan-5000-digit-slots.json": _plan({}).replace('"slots": 6', '"slots": ' + "9" * 5000),
+    "op-newline.yaml": VALID_PROFILE.replace('name: "Calc#1"', 'name: "Calc\\n#1"').replace(
+        'from: "Calc#1"', 'from: "Calc\\n#1"'),
 }
 
 
@@ -224,6 +227,25 @@ BAD_INPUT = [
     ("profile-huge-key-count-truth", ["sim", "truth", "--profile", "huge-keys.yaml", "--slots", "2",
                                       "--memory", "4096"], ["operators[0].keys.count", "100000000000"]),
     ("calibrate-no-profiles", ["sim", "calibrate", "--profiles", ","], ["--profiles", "','"]),
+    # bounds and types: each once a traceback, a wrong answer or a silent acceptance
+    ("plan-max-extrapolation-1e308", ["plan", "--query", "q1", "--rate", "1e7", "--max-extrapolation", "1e308"],
+     ["--max-extrapolation", "'1e308'", "100,000"]),
+    ("validate-plan-5000-digit-slots", ["validate", "--query", "q1", "--plan", "plan-5000-digit-slots.json"],
+     ["--plan", "plan-5000-digit-slots.json", "5,000 digits"]),
+    ("min-slots-rate-5e-324", ["sim", "min-slots", "--profile", "q1", "--rate", "5e-324", "--memory", "4096"],
+     ["--rate", "'5e-324'", "at least 1"]),
+    ("profile-operator-name-with-a-newline", ["sim", "check", "op-newline.yaml"],
+     ["op-newline.yaml", "operators[0].name", "control characters"]),
+    ("profile-path-with-a-newline", ["sim", "check", "no\nsuch.yaml"], ["no\\nsuch.yaml", "not found"]),
+    ("config-operator-with-a-newline", ["measure", "--query", "q1", "--rates", "1e6", "--config", "Calc\n#1=1"],
+     ["--config", "control characters"]),
+    ("lake-is-dev-null", ["data", "list", "--lake", "/dev/null"], ["--lake", "/dev/null", "not a directory"]),
+    ("lake-is-a-file", ["data", "list", "--lake", "a-file"], ["--lake", "a-file", "not a directory"]),
+    ("lake-is-a-symlink-loop", ["data", "list", "--lake", "loop"], ["--lake", "loop", "symbolic links"]),
+    ("data-size-input-outside-the-lake", ["data", "size", "--rate", "1e6", "--input", "../../../etc/passwd"],
+     ["--input", "../../../etc/passwd", "not a data set"]),
+    ("report-out-fifo", ["report", "--campaign-dir", "a-dir", "--out", "a-fifo"],
+     ["--out", "a-fifo", "not a regular file"]),
     # an unknown query names --query, an unknown profile --profile
     ("query-unknown-estimate", ["estimate", "--query", "q99"], ["--query", "'q99'"]),
     ("query-unknown-plan", ["plan", "--query", "q99", "--rate", "1e6"], ["--query", "'q99'"]),
@@ -240,6 +262,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, argv, fragments):
             (tmp_path / name).write_text(content)
     (tmp_path / "a-dir").mkdir()
     os.mkfifo(tmp_path / "a-fifo")
+    os.symlink("loop", tmp_path / "loop")
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     if argv and argv[0] == "measure":
         argv = [*argv, "--campaign-dir", "camp"]
@@ -761,3 +784,51 @@ def test_validate_within_cluster_validates_the_plan_for_the_highest_rate_the_clu
                      "--within-cluster", "--campaign-dir", "alone-v", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "ledger" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------- quiet, json and what is written
+
+
+@pytest.mark.parametrize("argv", [
+    ["sim", "truth", "--profile", "q1", "--slots", "4", "--memory", "4096"],
+    ["sim", "min-slots", "--profile", "q1", "--rate", "1e6", "--memory", "4096"],
+    ["sim", "check", "tiny.yaml"],
+    ["plan", "--query", "paper-q11-linear", "--profiles", "4096", "--max-slots", "12", *QUICK, "--rate-multiple", "2",
+     "--campaign-dir", "m"],
+])
+def test_json_quiet_is_one_document_on_stdout_and_nothing_on_stderr(tmp_path, argv):
+    for run in ("json", "table"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "tiny.yaml").write_text(VALID_PROFILE)
+    proc = streambed(*argv, "--json", "--quiet", cwd=tmp_path / "json", timeout=120)
+    json_result(proc)
+    assert proc.stderr == ""
+    quiet = streambed(*argv, "--quiet", cwd=tmp_path / "table", timeout=120)
+    assert quiet.returncode == 0 and quiet.stderr == ""  # without --json, the table is on stdout
+
+
+def test_report_refuses_to_replace_a_device_node_or_a_symlink(tmp_path):
+    import stat
+
+    argv = ["plan", "--query", "paper-q11-linear", "--profiles", "4096", "--max-slots", "12", *QUICK,
+            "--rate-multiple", "2", "--campaign-dir", "m", "--quiet"]
+    assert streambed(*argv, cwd=tmp_path, timeout=120).returncode == 0
+    os.mknod(tmp_path / "full", 0o600 | stat.S_IFCHR, os.makedev(1, 7))  # /dev/full's numbers, in the scratch dir
+    line = error_line(streambed("report", "--campaign-dir", "m", "--out", "full", cwd=tmp_path))
+    assert "--out: full: not a regular file" in line
+    assert stat.S_ISCHR(os.lstat(tmp_path / "full").st_mode)
+    (tmp_path / "m" / "report.html").unlink(missing_ok=True)
+    os.symlink("/etc/hostname", tmp_path / "m" / "report.html")
+    line = error_line(streambed("report", "--campaign-dir", "m", cwd=tmp_path))
+    assert "report.html: is a symbolic link" in line
+    assert os.path.islink(tmp_path / "m" / "report.html")
+
+
+def test_a_file_named_like_a_shipped_profile_does_not_replace_it(tmp_path):
+    argv = ["sim", "min-slots", "--profile", "q5", "--rate", "1e5", "--memory", "4096", "--json"]
+    shipped = json_result(streambed(*argv, cwd=tmp_path))
+    (tmp_path / "q5").write_text("name: impostor\noperators: []\n")
+    assert json_result(streambed(*argv, cwd=tmp_path)) == shipped
+    (tmp_path / "q5").unlink()
+    (tmp_path / "q5").mkdir()
+    assert json_result(streambed(*argv, cwd=tmp_path)) == shipped

@@ -34,7 +34,7 @@ def test_a_data_set_loads_by_name_from_the_lake_or_by_path(tmp_path):
 
 @pytest.mark.parametrize("change,message", [
     (lambda p: (p / ds.MANIFEST).unlink(), r"--input: .*/d is not a data set: no dataset.json"),
-    (lambda p: (p / ds.MANIFEST).write_text("{"), r"dataset.json: not JSON"),
+    (lambda p: (p / ds.MANIFEST).write_text("{"), r"dataset.json: not valid JSON"),
     (lambda p: (p / ds.MANIFEST).write_text('{"version": 9}'), r"not a StreamBed data set manifest of version 1"),
     (lambda p: (p / ds.MANIFEST).write_text('{"version": 1, "events": 5, "kinds": {"bid": 4}, "formats": {}}'),
      r"events \(5\) is not the sum of the kinds"),

@@ -306,6 +306,23 @@ BAD_FILES = [
          {"name": f"A#{i}", "true_rate_per_task": 100, "input_ratio": 0} for i in range(1, 3)]}),
      ["optimize", "--from-metrics", "FILE", "--slots", "2"],
      ["--from-metrics", "no operator receives input", "every input ratio is 0"]),
+    # bounds and types (each accepted, or a traceback, before): a boolean is a boolean, a name has no
+    # control character, an integer has a digit limit, a guard factor a formula can take
+    ("metrics-keyed-as-text", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A#1", "true_rate_per_task": 100, "input_ratio": 1.0, "keyed": "yes"}]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["operator A#1", "keyed", "true or false", "'yes'"]),
+    ("metrics-operator-name-with-a-newline", "o.json",
+     json.dumps({"query": "q", "memory_mb": 1024, "operators": [
+         {"name": "A\n#1", "true_rate_per_task": 100, "input_ratio": 1.0}]}),
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["operator 1", "name", "control characters"]),
+    ("metrics-memory-5000-digits", "o.json",
+     '{"query": "q", "memory_mb": ' + "9" * 5000 + ', "operators": []}',
+     ["optimize", "--from-metrics", "FILE", "--slots", "2"], ["o.json", "5,000 digits", "at most 30"]),
+    ("fit-max-extrapolation-1e308", "m.csv",
+     "query,memory_mb,used_task_slots,observed_source_rate\n" + "".join(f"q1,8192,{p},{p * 1e5}\n" for p in range(2, 10)),
+     ["fit", "--measurements", "FILE", "--rate", "1e6", "--max-extrapolation", "1e308"],
+     ["--max-extrapolation", "'1e308'", "100,000"]),
     ("fit-profiles-below-one-mb", "m.csv",
      "query,memory_mb,used_task_slots,observed_source_rate\n" + "".join(f"q1,8192,{p},{p * 1e5}\n" for p in range(2, 10)),
      ["fit", "--measurements", "FILE", "--rate", "1e6", "--profiles", "0.4"], ["--profiles", "'0.4'", "MB"]),

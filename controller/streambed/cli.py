@@ -11,6 +11,7 @@ import sys
 from typing import Sequence
 
 from . import __version__
+from .checks import shown
 from .commands import analytics, data, estimate, explore, infra, ledger, measure, nodes, records, report, sim, testbed, validate
 from .commands.args import Parser
 from .errors import StreamBedError
@@ -51,12 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.func(args, out)
         return 0
     except StreamBedError as e:
-        out.err.print(f"streambed: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        out.err.print(f"streambed: error: {shown(e)}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
     except (OSError, UnicodeDecodeError) as e:
         # Last safety net: the commands name the option of every file they know to check; a file-system
         # error that still gets here is shown as one line, never as a traceback.
-        out.err.print(f"streambed: error: {_file_error(e)}", markup=False, highlight=False, soft_wrap=True)
+        out.err.print(f"streambed: error: {shown(_file_error(e))}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         out.err.print("streambed: interrupted; finished measurements are in the ledger, continue with --resume",

@@ -13,15 +13,17 @@ when a stream ran out mid-run: here a campaign that could run out is refused bef
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Protocol
 
 from .errors import UserError
-from .files import read_input_text
+from .checks import shown
+from .files import load_json, read_input_text
 
 
 class Timing(Protocol):
@@ -106,11 +108,8 @@ def load(name_or_path: str, lake: Path = DEFAULT_LAKE) -> DataSet:
     if not manifest.is_file():
         hint = f" (data sets in {lake}: {', '.join(names(lake))})" if names(lake) else \
             " (make datagen QUERY=... EVENTS=... writes one)"
-        raise UserError(f"--input: {path} is not a data set: no {MANIFEST}{hint}")
-    try:
-        d = json.loads(read_input_text(manifest))
-    except json.JSONDecodeError as e:
-        raise UserError(f"{manifest}: not JSON ({e.msg}, line {e.lineno})") from None
+        raise UserError(f"--input: {shown(path)} is not a data set: no {MANIFEST}{hint}")
+    d = load_json(read_input_text(manifest), str(manifest))
     ds = DataSet.from_dict(d, path)
     if not any(ds.replay_dir.glob("part-*.json")):
         raise UserError(f"--input: {ds.replay_dir} holds no JSON lines files (part-*.json) to replay")
@@ -118,10 +117,27 @@ def load(name_or_path: str, lake: Path = DEFAULT_LAKE) -> DataSet:
 
 
 def names(lake: Path) -> list[str]:
-    """The data sets of ``lake``, by name."""
+    """The data sets of ``lake``, by name (none when there is no lake yet)."""
     if not lake.is_dir():
         return []
     return sorted(p.name for p in lake.iterdir() if (p / MANIFEST).is_file())
+
+
+def check_lake(lake: Path) -> Path:
+    """``lake`` as a lake to list: a directory, or absent (no data set written yet). UserError naming
+    --lake for a file, a device or a symbolic link that leads nowhere (a loop), which would otherwise
+    list as an empty lake."""
+    try:
+        st = os.stat(lake)
+    except FileNotFoundError:
+        if os.path.islink(lake):
+            raise UserError(f"--lake: {shown(lake)}: a symbolic link to nothing; expected the lake directory") from None
+        return lake
+    except OSError as e:
+        raise UserError(f"--lake: {shown(lake)}: {e.strerror or e}; expected the lake directory") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserError(f"--lake: {shown(lake)}: not a directory; expected the lake directory")
+    return lake
 
 
 # -- what a query reads ------------------------------------------------------------------------------------------

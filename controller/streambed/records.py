@@ -31,13 +31,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import checks, ledger
 from .errors import UserError
-from .files import read_input, read_input_text, replacing, write_text
+from .files import load_json, read_input, read_input_text, replacing, write_text
 from .ledger import CampaignRecord
 from .model import MAX_PLAN_SLOTS, Observation, OperatorRates, Plan, SingleTaskMetrics, check_slots
 
@@ -138,11 +138,9 @@ def _load(path: Path | str) -> tuple[str, Any]:
         raise RecordError(f"{path}: not a text file (expected JSON, CSV or a StreamBed ledger)") from None
     if text.lstrip()[:1] in ("{", "[") or p.suffix.lower() == ".json":
         try:
-            return "json", json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        except RecursionError:
-            raise RecordError(f"{path}: JSON nested too deeply to be a record (docs/records.md)") from None
+            return "json", load_json(text, str(path))
+        except UserError as exc:
+            raise RecordError(str(exc)) from None
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
@@ -228,12 +226,21 @@ def _operators(where: str, ops: Any) -> tuple[tuple[str, OperatorRates], ...]:
     for i, o in enumerate(ops):
         at = f"{where}, operator {i + 1}"
         _fields(at, o, ("name", "true_rate_per_task", "input_ratio"))
-        name = str(o["name"])
+        try:
+            name = checks.name(o["name"])
+        except checks.Invalid as e:
+            raise RecordError(f"{at}: name: {e}") from None
         if name in seen:
             raise RecordError(f"{at}: operator {name} is listed twice")
         seen.add(name)
-        out.append((name, _rates(f"{where}, operator {name}", o["true_rate_per_task"], o["input_ratio"],
-                                 "true_rate_per_task", "input_ratio")))
+        rates = _rates(f"{where}, operator {name}", o["true_rate_per_task"], o["input_ratio"],
+                       "true_rate_per_task", "input_ratio")
+        if "keyed" in o:
+            try:
+                rates = replace(rates, keyed=checks.boolean(o["keyed"]))
+            except checks.Invalid as e:
+                raise RecordError(f"{where}, operator {name}: keyed: {e}") from None
+        out.append((name, rates))
     return tuple(out)
 
 
@@ -557,9 +564,7 @@ def read_plan(path: Path | str, option: str = "--plan") -> Plan:
     except UserError as e:
         raise UserError(f"{option}: {e}; expected the plan.json streambed plan writes") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(f"{option}: {path} is not JSON ({e.msg}, line {e.lineno})") from None
-    except RecursionError:
-        raise UserError(f"{option}: {path}: JSON nested too deeply to be a plan") from None
+        data = load_json(text, str(path))
+    except UserError as e:
+        raise UserError(f"{option}: {e}") from None
     return Plan.from_dict(data, origin=f"{option}: {path}")

@@ -21,6 +21,8 @@ MAX_MEMORY_MB = 1 << 20
 """1 TB per slot."""
 MAX_RATE = 1e12
 """Events/s: a thousand times the largest deployments the paper cites."""
+MIN_RATE = 1.0
+"""Events/s: below one event a second no window measures a rate (5e-324 read as 0 and searched for ever)."""
 MAX_COUNT = 10_000
 """Measurements or windows one command asks for."""
 MAX_SAFETY = 10.0
@@ -40,11 +42,30 @@ def positive_number(text: str) -> float:
 
 
 def rate(text: str) -> float:
-    """A rate in events/s, up to MAX_RATE."""
+    """A rate in events/s, from MIN_RATE to MAX_RATE."""
     value = positive_number(text)
-    if value > MAX_RATE:
-        raise argparse.ArgumentTypeError(f"expected a rate of at most {MAX_RATE:g} events/s, got {text!r:.60}")
+    if not MIN_RATE <= value <= MAX_RATE:
+        raise argparse.ArgumentTypeError(f"expected a rate of at least {MIN_RATE:g} and at most {MAX_RATE:g} "
+                                         f"events/s, got {text!r:.60}")
     return value
+
+
+def extrapolation(text: str) -> float:
+    """How many times the largest budget measured a plan may use: a positive factor up to
+    MAX_PLAN_SLOTS (no plan has more slots, so a larger factor changes nothing; 1e308 overflowed)."""
+    value = positive_number(text)
+    if value > MAX_PLAN_SLOTS:
+        raise argparse.ArgumentTypeError(f"expected a factor from above 0 to {MAX_PLAN_SLOTS:,} such as 50, "
+                                         f"got {text!r:.60}")
+    return value
+
+
+def name(text: str) -> str:
+    """A name typed on the command line (an operator, a profile): no control characters."""
+    try:
+        return checks.name(text.strip())
+    except checks.Invalid as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def multiple(text: str) -> float:
@@ -137,8 +158,10 @@ def name_list(text: str) -> list[str]:
     """'q1,q5' -> ['q1', 'q5']; at least one name."""
     names = [x.strip() for x in text.split(",") if x.strip()]
     if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated names such as q1,q5, got {text!r}")
-    return names
+        raise argparse.ArgumentTypeError(f"expected comma-separated names such as q1,q5, got {text!r:.60}")
+    if len(names) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_COUNT:,} names, got {len(names):,}")
+    return [name(n) for n in names]
 
 
 def memory_list(text: str) -> tuple[int, ...]:
@@ -160,14 +183,18 @@ def operator_pairs(text: str) -> dict[str, int]:
     """'Calc#1=2,Sink#2=1' -> {'Calc#1': 2, 'Sink#2': 1}: a configuration as typed (the campaign checks
     the operators against the query)."""
     mapping: dict[str, int] = {}
-    for part in text.split(","):
+    parts = text.split(",")
+    if len(parts) > MAX_PLAN_SLOTS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_PLAN_SLOTS:,} operator=parallelism pairs")
+    for part in parts:
         if not part.strip():
             continue
         op, sep, p = part.partition("=")
         op = op.strip()
         if not sep:
             raise argparse.ArgumentTypeError(f"expected operator=parallelism pairs such as Calc#1=2,Sink#2=1, "
-                                             f"got {part!r}")
+                                             f"got {part!r:.60}")
+        op = name(op)
         if op in mapping:
             raise argparse.ArgumentTypeError(f"operator {op} is given twice")
         try:

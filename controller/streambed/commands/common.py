@@ -14,13 +14,13 @@ from ..estimator import DEFAULT_TIMING, TIMINGS
 from ..policies import DEFAULT_POLICY, POLICIES
 from ..report.annotations import GrafanaSettings, annotations
 from ..report.console import Output
-from .args import non_negative_number, positive_number, rate, seed, slots
+from .args import extrapolation, non_negative_number, rate, seed, slots
 
 
 def output_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
     if json_flag:
         sp.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    sp.add_argument("--quiet", action="store_true", help="no progress output")
+    sp.add_argument("--quiet", action="store_true", help="nothing on stderr but errors (no progress, no warnings)")
 
 
 def campaign_options(sp: argparse.ArgumentParser, kind: str, *, testbed_size: bool = False) -> None:
@@ -89,7 +89,7 @@ def run(campaign: Any, out: Output) -> Any:
 
 def guard_options(sp: argparse.ArgumentParser, defaults) -> None:
     """The plan's guard rails (docs/planner.md): how far a model may be extrapolated."""
-    sp.add_argument("--max-extrapolation", type=positive_number, default=defaults.max_extrapolation,
+    sp.add_argument("--max-extrapolation", type=extrapolation, default=defaults.max_extrapolation,
                     help="plan at most this many times the largest budget measured")
     sp.add_argument("--min-marginal", type=non_negative_number, default=defaults.min_marginal,
                     help="stop where the model gains less per slot than this fraction of its gain at the largest "

@@ -198,7 +198,7 @@ def cmd_load_kafka(args, out: Output) -> None:
 
 def cmd_list(args, out: Output) -> None:
     rows, result = [], []
-    for name in ds.names(args.lake):
+    for name in ds.names(ds.check_lake(args.lake)):
         d = ds.load(name, args.lake)
         rows.append([d.name, f"{d.events:,}", ", ".join(d.formats), str(d.origin.get("seed", d.origin.get("registered", "")))])
         result.append(d.to_dict())
@@ -215,13 +215,15 @@ def cmd_size(args, out: Output) -> None:
         s = ds.validation_sizing(read_plan(args.plan).rate, v.multipliers, v.ramp_s, v.duration_s)
     else:
         s = ds.sizing(args.rate, Timing.named(args.timing), args.sources, args.jobs)
+    # The data set is checked before anything is printed: refused input leaves one line, the error.
+    d = ds.load(args.input, args.lake) if args.input else None
+    if d is not None:
+        ds.check_enough(d, s)
     out.info(f"a job replays at most {s.job_events:,} events (up to {s.rate:,.0f} events/s for up to {s.job_seconds:,.0f} s); "
              f"{s.jobs} job(s): {s.campaign_events:,} events; {s.kafka_nodes} Kafka node(s) at "
              f"{ds.KAFKA_NODE_RATE:,.0f} events/s each")
     result = s.to_dict()
-    if args.input:
-        d = ds.load(args.input, args.lake)
-        ds.check_enough(d, s)
+    if d is not None:
         out.info(f"{d.name} holds {d.events:,} events: enough")
         result["dataset"] = d.to_dict()
     out.result(result)

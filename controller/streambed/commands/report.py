@@ -22,10 +22,15 @@ def register(sub) -> None:
 
 
 def cmd_report(args, out: Output) -> None:
-    from ..files import write_text
+    from ..files import check_target, write_text
     from ..records import read_plan
     from ..report.html import REPORT_FILE, load, render
 
+    if args.out:  # refused before the campaign is read and the page rendered
+        try:
+            check_target(args.out)
+        except UserError as e:
+            raise UserError(f"--out: {e}") from None
     campaign = load(args.campaign_dir, read_plan(args.plan).to_dict() if args.plan else None)
     path = args.out or campaign.directory / REPORT_FILE
     page = render(campaign)

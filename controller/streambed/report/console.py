@@ -42,11 +42,16 @@ class Output:
             self.err.print(message)
 
     def warn(self, message: str) -> None:
-        """Something the user must know about a result (shown even with --quiet)."""
-        self.err.print(f"[bold yellow]warning:[/] {message}")
+        """Something the user must know about a result, on stderr (not with --quiet: it leaves stderr
+        to errors; a JSON result carries what its warnings say)."""
+        if not self.quiet:
+            self.err.print(f"[bold yellow]warning:[/] {message}")
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """A table for people: on stdout normally, on stderr when stdout carries JSON."""
+        """A table for people: on stdout normally, on stderr when stdout carries JSON (and nowhere
+        then with --quiet: stderr is for errors alone)."""
+        if self.json_mode and self.quiet:
+            return
         t = Table(title=title, title_justify="left")
         for i, c in enumerate(columns):
             t.add_column(c, justify="left" if i == 0 else "right")
