@@ -7,7 +7,8 @@ TaskManagers, each held to its CPU share in a cgroup the flink user moves itself
 (targets from file_sd) and the node exporter, each as its own service user under streambed-supervise
 (this machine has no systemd). Then: a second run changes nothing, a TaskManager killed with SIGKILL
 is back with its slots within a minute, and the stopped state leaves no process.
-Needs root (to create the user), sshd, sudo and Java; skips with the reason otherwise.
+A first run killed halfway (the JobManager up without its fingerprint, no TaskManager) is completed by
+the next one. Needs root (to create the user), sshd, sudo and Java; skips with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -180,6 +181,28 @@ def node():
         Path(f"/etc/sudoers.d/{ADMIN}").unlink(missing_ok=True)
         subprocess.run(["userdel", "--remove", ADMIN], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_deploy_killed_halfway_is_completed_by_the_next_run(node):
+    """ansible-playbook killed right after the JobManager started, before its fingerprint was recorded
+    and before any TaskManager: the next run (the test below) must converge from there."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "ANSIBLE_CONFIG": str(REPO / "ansible" / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    run = subprocess.Popen([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(node.inventory), str(PLAYBOOK)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    seen = []
+    for line in run.stdout:
+        seen.append(line)
+        if line.startswith("TASK [flink : Record the JobManager's configuration fingerprint]"):
+            os.killpg(run.pid, signal.SIGKILL)
+            break
+    run.wait(timeout=60)
+    assert run.returncode == -signal.SIGKILL, "".join(seen[-40:])
+    assert node.taskmanagers() == [] and not (node.roots["streambed_run_dir"] / "jobmanager.fingerprint").exists()
+    deadline = time.monotonic() + 60  # the JobManager's supervisor was started: its REST API comes up
+    while not port_open(REST_PORT, "127.0.0.1") and time.monotonic() < deadline:
+        time.sleep(1)
+    assert requests.get(f"{REST}/overview", timeout=10).json()["taskmanagers"] == 0
 
 
 def test_first_apply_over_ssh_with_become_deploys_every_service_as_its_user(node):
