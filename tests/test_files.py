@@ -146,23 +146,22 @@ ALIAS_BOMB = ("name: bomb\ndescription: &a9 [&a8 [&a7 [&a6 [&a5 [&a4 [&a3 [&a2 [
 
 
 @pytest.mark.parametrize("text, fragment", [
-    (ALIAS_BOMB, "more than"),
-    ("".join(f"k{i}: {i}\n" for i in range(200_000)), "more than"),
+    (ALIAS_BOMB, "more than 50,000 YAML values"),
+    ("".join(f"k{i}: {i}\n" for i in range(200_000)), "more than the 1,048,576 a YAML input may have"),
+    ("".join(f"k{i}: {i}\n" for i in range(30_000)), "more than 50,000 YAML values"),
     ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
     ("a: 1\na: 2\n", "duplicate key"),
     ("a: [unclosed\n", "not valid YAML"),
 ])
-def test_yaml_beyond_its_bounds_is_one_line_and_fast(text, fragment):
-    import time
-
+def test_yaml_beyond_its_bounds_is_one_line(text, fragment):
+    """Refused before any Python object is built (unbounded, the bomb took 54 s and 3.2 GB; timings
+    in docs/records.md, not asserted here)."""
     from streambed.errors import UserError
     from streambed.files import load_yaml
 
-    start = time.monotonic()
     with pytest.raises(UserError, match=fragment) as e:
         load_yaml(text, "p.yaml")
     assert "\n" not in str(e.value) and str(e.value).startswith("p.yaml")
-    assert time.monotonic() - start < 10  # a bound, not a benchmark: unbounded, these took 20 s to minutes
 
 
 def test_yaml_within_bounds_keeps_anchors():

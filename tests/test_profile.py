@@ -556,27 +556,20 @@ def test_numbers_and_names_beyond_their_bounds_are_refused(mutate, fragment):
     assert fragment in error_of(d)
 
 
-def test_a_yaml_alias_bomb_in_a_text_field_is_refused_fast(tmp_path):
-    import time
-
+def test_a_yaml_alias_bomb_in_a_text_field_is_refused(tmp_path):
     levels = "".join(f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("l0: &l0 [x,x,x,x,x,x,x,x,x]\n" + levels + "name: bomb\ndescription: *l9\n")
-    start = time.monotonic()
-    msg = file_error(bomb)
-    assert "more than 100,000 YAML values" in msg and msg.startswith("bomb.yaml: ")
-    assert time.monotonic() - start < 10  # unbounded: 54 s and 3.2 GB, then a MemoryError
+    msg = file_error(bomb)  # unbounded: 54 s and 3.2 GB, then a MemoryError
+    assert "more than 50,000 YAML values" in msg and msg.startswith("bomb.yaml: ")
 
 
-def test_many_unknown_keys_are_refused_fast(tmp_path):
-    import time
-
+@pytest.mark.parametrize("keys, fragment", [(200_000, "more than the 1,048,576 a YAML input may have"),
+                                            (30_000, "more than 50,000 YAML values")])
+def test_many_unknown_keys_are_refused_before_they_are_read(tmp_path, keys, fragment):
     f = tmp_path / "keys.yaml"
-    f.write_text("name: k\n" + "".join(f"k{i}: 1\n" for i in range(200_000)))
-    start = time.monotonic()
-    msg = file_error(f)
-    assert "more than 100,000 YAML values" in msg
-    assert time.monotonic() - start < 10  # unbounded: 21 s
+    f.write_text("name: k\n" + "".join(f"k{i}: 1\n" for i in range(keys)))
+    assert fragment in file_error(f)  # unbounded, 200,000 keys took 21 s to say: unknown field
 
 
 def test_a_shipped_name_wins_over_a_file_or_directory_of_that_name(tmp_path, monkeypatch):

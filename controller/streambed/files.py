@@ -142,10 +142,11 @@ def read_input_text(path: Path | str, max_bytes: int = MAX_INPUT_BYTES) -> str:
 MAX_NESTING = 100
 """The deepest nesting of lists and mappings in a JSON or YAML input: real files nest a few levels."""
 
-MAX_YAML_BYTES = 4 * 1024 * 1024
-"""The largest YAML input (profiles, inventories): a shipped profile is about 1 KB."""
+MAX_YAML_BYTES = 1024 * 1024
+"""The largest YAML input (profiles, inventory settings): a shipped profile is about 1 KB, and parsing
+a megabyte of YAML takes about a second, where the 64 MB input cap would take minutes."""
 
-MAX_YAML_NODES = 100_000
+MAX_YAML_NODES = 50_000
 """The most YAML nodes (scalars, lists, mappings) a file may hold, counting each alias as the nodes it
 stands for: an alias bomb of a few hundred bytes expands to billions."""
 
@@ -201,38 +202,41 @@ def load_yaml(text: str, origin: str) -> object:
 
 def _check_nodes(root, origin: str) -> None:
     """Count ``root``'s nodes with aliases expanded (a shared node counts once per use) and its depth,
-    refusing beyond the bounds; iterative and memoized, so the count itself stays cheap."""
+    refusing beyond the bounds as soon as the running count passes them; iterative and memoized, so
+    the count costs at most MAX_YAML_NODES steps plus one per alias."""
     import yaml
 
-    size: dict[int, int] = {}
-    depth: dict[int, int] = {}
-    stack: list[tuple[object, bool]] = [(root, False)]
+    size: dict[int, int] = {}  # expanded node count of each finished node
+    counted = 0  # expanded nodes met so far; every node is inside the root, so this bounds the root's count
+    stack: list[tuple[object, int, bool]] = [(root, 1, False)]
     on_path: set[int] = set()
     while stack:
-        node, done = stack.pop()
+        node, level, done = stack.pop()
         key = id(node)
-        children = []
         if isinstance(node, yaml.SequenceNode):
             children = node.value
         elif isinstance(node, yaml.MappingNode):
             children = [n for pair in node.value for n in pair]
+        else:
+            children = ()
         if done:
             on_path.discard(key)
             size[key] = 1 + sum(size[id(c)] for c in children)
-            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
-            if size[key] > MAX_YAML_NODES:
-                raise UserError(f"{origin}: more than {MAX_YAML_NODES:,} YAML values (aliases counted as what "
-                                f"they repeat); not a file StreamBed reads")
-            if depth[key] > MAX_NESTING:
-                raise UserError(f"{origin}: YAML nested too deeply (more than {MAX_NESTING} levels)")
             continue
-        if key in size:
-            continue
-        if key in on_path:  # a recursive alias: infinitely many values
+        if key in size:  # an alias of a finished node: it repeats all of that node's values
+            counted += size[key]
+        elif key in on_path:  # a recursive alias: infinitely many values
             raise UserError(f"{origin}: a YAML alias that contains itself; not a file StreamBed reads")
-        on_path.add(key)
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in size)
+        else:
+            counted += 1
+            if level > MAX_NESTING:
+                raise UserError(f"{origin}: YAML nested too deeply (more than {MAX_NESTING} levels)")
+            on_path.add(key)
+            stack.append((node, level, True))
+            stack.extend((c, level + 1, False) for c in children)
+        if counted > MAX_YAML_NODES:
+            raise UserError(f"{origin}: more than {MAX_YAML_NODES:,} YAML values (aliases counted as what they "
+                            f"repeat); not a file StreamBed reads")
 
 
 def _yaml_loader():

@@ -207,10 +207,10 @@ def inventory_settings(inventory: Path) -> dict[str, Any]:
     path = inv_dir / "group_vars" / "all.yml"
     if not path.is_file():
         raise UserError(f"inventory settings not found: {path} (expected group_vars/all.yml beside the inventory)")
-    from streambed.files import read_input_text  # the size cap and the refusal of FIFOs and devices
+    from streambed.files import load_yaml, read_input_text  # the size cap, the refusal of FIFOs and devices
 
     try:
-        raw = yaml.safe_load(read_input_text(path)) or {}
+        raw = load_yaml(read_input_text(path), str(path)) or {}  # bounded: size, nesting, aliases
     except RecursionError:
         raise UserError(f"{path}: YAML nested too deeply") from None
     except yaml.YAMLError as e:  # one line: the problem, not the multi-line mark of where

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import yaml
 
 from ..errors import UserError
-from ..files import read_input_text
+from ..files import load_yaml, read_input_text
 from .ansible import inventory_settings
 
 TESTBED_FILE = "testbed.yml"
@@ -93,7 +93,7 @@ class Provider(Protocol):
 
 def _read_mapping(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(read_input_text(path)) or {}
+        data = load_yaml(read_input_text(path), str(path)) or {}  # bounded: size, nesting, aliases
     except UserError as e:
         raise UserError(f"testbed: {e}") from None
     except RecursionError:

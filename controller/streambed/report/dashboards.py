@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..files import write_text
+
 DATASOURCE_UID = "streambed-prometheus"
 """The uid of the Prometheus datasource the grafana role provisions (its grafana_datasource_uid)."""
 DATASOURCE = {"type": "prometheus", "uid": DATASOURCE_UID}
@@ -297,7 +299,7 @@ def queries() -> list[tuple[str, str]]:
 
 def write(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text())
+    write_text(path, text())
     return path
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import yaml
 
 from ...errors import UserError
+from ...files import write_text
 from .profile import parse_profile
 
 # -- the distributions (docs/sim-profiles.md, "Generated profiles") --------------------------------
@@ -308,6 +309,6 @@ def write_profiles(out: Path, count: int, seed: int) -> list[Path]:
         mapping = generate_profile(seed, index)
         parse_profile(mapping, profile_name(seed, index))  # a generated profile that fails is a bug: raise
         path = out / f"{profile_name(seed, index)}.yaml"
-        path.write_text(profile_yaml(mapping), encoding="utf-8")
+        write_text(path, profile_yaml(mapping))
         files.append(path)
     return files
