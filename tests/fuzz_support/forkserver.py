@@ -6,9 +6,12 @@ and isolated (no state survives into the next case). Each child runs ``cli.main(
 stdout and stderr in files, in its own working directory, under RLIMIT_AS and a wall-clock timeout.
 
 The child cannot start an engine: creating a process (subprocess, exec, fork, posix_spawn),
-sending a signal, looking up a host name or opening an Internet socket ends it at once with GUARD_EXIT and a line in its guard file, before
-anything is executed or connected. So a generated invocation that gets past every check of an engine
-command (Flink, Spark, Terraform, Ansible, SSH, Kafka) is stopped and reported, never run.
+sending a signal, looking up a host name, opening an Internet socket or making a Kafka client ends it at
+once with GUARD_EXIT and a line in its guard file, before anything is executed or connected; and the
+child has a network namespace of its own (nothing but a loopback that is down), so that a C library
+that connects below Python's socket module reaches nothing either. So a generated invocation that
+gets past every check of an engine command (Flink, Spark, Terraform, Ansible, SSH, Kafka) is stopped
+and reported, never run.
 
 Protocol: one JSON request per line on stdin, one JSON reply per line on stdout.
 """
@@ -28,6 +31,7 @@ import traceback
 
 GUARD_EXIT = 97
 """The child tried to create a process or open an Internet connection."""
+CLONE_NEWNET = 0x40000000
 CRASH_EXIT = 98
 """cli.main raised: the traceback is in the child's stderr."""
 
@@ -44,7 +48,7 @@ def _preimport() -> None:
         except Exception:  # an optional part that cannot load here fails the same way in the child
             pass
     for name in ("numpy", "sklearn.linear_model", "skopt", "pulp", "yaml", "matplotlib.pyplot", "rich.console",
-                 "sqlite3", "csv", "matplotlib.font_manager"):
+                 "sqlite3", "csv", "matplotlib.font_manager", "confluent_kafka", "confluent_kafka.admin"):
         try:
             importlib.import_module(name)
         except Exception:
@@ -84,6 +88,13 @@ def _guard(guard_file: str) -> None:
             return method(self, address, *a)
         return connect
 
+    # clients written in C (librdkafka) connect below the socket module: their Python entry points stop too
+    for module, names in (("confluent_kafka", ("Producer", "Consumer")), ("confluent_kafka.admin", ("AdminClient",))):
+        mod = sys.modules.get(module)
+        for name in names:
+            if mod is not None and hasattr(mod, name):
+                setattr(mod, name, stop(f"{module}.{name}"))
+
     socket.socket.connect = internet(original_connect, "connect")
     socket.socket.connect_ex = internet(original_connect_ex, "connect")
 
@@ -93,8 +104,20 @@ def _guard(guard_file: str) -> None:
     socket.create_connection = stop("create_connection")
 
 
+def _own_network() -> None:
+    """A network namespace of the child's own (root only): only a loopback that is down, so nothing the
+    child or a C library in it does can reach a service of this machine or beyond. Best effort: the
+    Python-level guard below reports what tried."""
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET)
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(req: dict) -> None:
     os.setpgid(0, 0)
+    _own_network()
     mem = int(req["memory_bytes"])
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     cpu = int(req["timeout_s"]) * 2
