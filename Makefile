@@ -16,12 +16,15 @@ TESTBED ?= flink
 CAMPAIGN_DIR ?= campaigns
 # The platform (terraform/examples/$(ENV), inventories/$(ENV)): local is this machine.
 ENV ?= local
+# ENV=lab's Debian packages (below); defined here because prerequisites are expanded as rules are read.
+LAB_PACKAGES := openssh-server sudo tini
+LAB_PACKAGES_STAMP := $(VENV)/.lab-packages
 FLINK_JOB_JAR := flink/build/streambed-job.jar
 FLINK_JOB_SOURCES := $(shell find flink/src -type f 2>/dev/null)
+FLINK_CONNECTORS := $(VENV)/flink-connectors
 
 .PHONY: venv install plan validate stop test bench evaluate clean calibration datagen provision deploy destroy
 
-FLINK_CONNECTORS := $(VENV)/flink-connectors
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -85,7 +88,7 @@ datagen: $(VENV)/.installed
 # Infrastructure (docs/infrastructure.md): ENV is a directory of terraform/examples and the inventory
 # inventories/$(ENV) it renders. ENV=local provisions nothing and writes inventories/local.
 #   make provision ENV=ec2 && make deploy ENV=ec2 ... make destroy ENV=ec2
-provision: $(VENV)/.installed
+provision: $(VENV)/.installed $(if $(filter lab,$(ENV)),$(LAB_PACKAGES_STAMP))
 	$(STREAMBED) infra provision --env $(ENV)
 
 deploy: $(VENV)/.installed $(FLINK_JOB_JAR)
@@ -114,6 +117,17 @@ $(TEST_PACKAGES_STAMP): $(VENV)/.installed
 .PHONY: test-packages chromium
 test-packages chromium: $(TEST_PACKAGES_STAMP)
 test: $(TEST_PACKAGES_STAMP)
+
+# ENV=lab (docs/infrastructure.md): hosts as network namespaces on this machine, each with its own sshd
+# (openssh-server), a PID 1 that reaps orphans (tini) and an admin user with passwordless sudo (sudo).
+$(LAB_PACKAGES_STAMP): $(VENV)/.installed
+	missing="$$(for p in $(LAB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)"; \
+	if [ -n "$$missing" ]; then $(AS_ROOT) apt-get update -qq && \
+		$(AS_ROOT) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
+	touch $@
+.PHONY: lab-packages
+lab-packages: $(LAB_PACKAGES_STAMP)
+test: $(LAB_PACKAGES_STAMP)
 
 calibration: $(VENV)/.installed
 	$(STREAMBED) sim calibrate

@@ -166,7 +166,7 @@ def test_a_bad_value_is_one_line_naming_the_variable(tmp_path, terraform_bin):
 
 
 def test_missing_terraform_and_unknown_platform(tmp_path, monkeypatch):
-    with pytest.raises(UserError, match="platform 'aws': expected one of cloudlab, ec2, grid5000, local"):
+    with pytest.raises(UserError, match="platform 'aws': expected one of cloudlab, ec2, grid5000, lab, local"):
         tfw.TerraformProvider.of("aws", tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UserError, match="terraform not found on PATH"):

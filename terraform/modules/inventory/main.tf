@@ -56,8 +56,11 @@ locals {
   # address; the public one is kept for tunnels and the jump host.
   node_vars = {
     for name in sort(keys(var.nodes)) : name => {
-      for k, v in { ansible_host = local.address[name], public_address = try(var.addresses[name].public, null) } :
-      k => v if v != null
+      for k, v in {
+        ansible_host      = local.address[name]
+        public_address    = try(var.addresses[name].public, null)
+        kafka_data_device = lookup(var.data_devices, name, null)
+      } : k => v if v != null
     } if !local.local
   }
   # Each inventory lists the hosts of its own groups (a production node placed in an extra group, say
@@ -69,21 +72,30 @@ locals {
     ansible_python_interpreter = "{{ ansible_playbook_python }}"
     }) : tomap({
     for k, v in {
-      ansible_python_interpreter = var.python_interpreter
-      ansible_user               = var.ssh_user
-      ansible_ssh_common_args    = var.jump_host == null ? null : "-o ProxyJump=${var.jump_host}"
+      ansible_python_interpreter   = var.python_interpreter
+      ansible_user                 = var.ssh_user
+      ansible_become               = var.become == null ? true : var.become
+      ansible_ssh_private_key_file = var.ssh_private_key_file
+      ansible_ssh_common_args      = local.ssh_common_args
     } : k => v if v != null
   })
 
+  ssh_args        = compact([coalesce(var.ssh_common_args, " "), var.jump_host == null ? "" : "-o ProxyJump=${var.jump_host}"])
+  ssh_common_args = length([for a in local.ssh_args : a if trimspace(a) != ""]) == 0 ? null : join(" ", [for a in local.ssh_args : a if trimspace(a) != ""])
+
   repository = "{{ inventory_dir | dirname | dirname }}"
-  t          = var.settings.testbed
-  p          = var.settings.production
+  # Where the roles keep state: on a node, the node's own directory (the controller's repository is
+  # not there); on this machine, beside the repository as inventories/local has it.
+  state_dir            = coalesce(var.state_dir, local.local ? "${local.repository}/.streambed/{{ inventory_dir | basename }}" : "/var/lib/streambed")
+  production_state_dir = coalesce(var.production_state_dir, local.local ? local.state_dir : "/var/lib/streambed/production")
+  t                    = var.settings.testbed
+  p                    = var.settings.production
 
   # group_vars/all.yml, in the order inventories/local/group_vars/all.yml has them. TaskManager
   # addresses are per host on clusters (ansible_host), one value on this machine.
   base_vars = merge(
     {
-      streambed_state_dir        = var.state_dir
+      streambed_state_dir        = local.state_dir
       streambed_playbook         = "${local.repository}/ansible/site.yml"
       streambed_job_jar          = "${local.repository}/flink/build/streambed-job.jar"
       streambed_queries_dir      = "${local.repository}/flink/queries"
@@ -115,10 +127,23 @@ locals {
     {
       for k, v in {
         # The kafka role's names: partitions on the SSD data directory, the topology's replication.
-        kafka_log_dirs                   = [var.kafka_data_dir]
+        # With data disks the kafka role mounts them and places log.dirs there itself.
+        kafka_log_dirs                   = length(var.data_devices) == 0 ? [var.kafka_data_dir] : null
         kafka_default_replication_factor = var.settings.kafka_replication_factor
-      } : k => v if contains(keys(local.groups), "kafka")
+      } : k => v if contains(keys(local.groups), "kafka") && v != null
     },
+    # On nodes: the roles' five roots written out (the controller reads the state and log
+    # directories from the inventory), and each cluster's Prometheus a datasource of the other's Grafana.
+    { for k, v in {
+      streambed_config_dir   = "/etc/streambed"
+      streambed_log_dir      = "/var/log/streambed"
+      streambed_run_dir      = "/run/streambed"
+      streambed_software_dir = "/opt/streambed"
+      flink_log_dir          = "/var/log/streambed"
+    } : k => v if !local.local },
+    { for k, v in {
+      grafana_other_prometheus = [{ name = "Prometheus (production)", uid = "streambed-prometheus-production", url = "http://${local.prom}:${var.production_prometheus_port}" }]
+    } : k => v if !local.local && local.production },
   )
   base_order = [
     "streambed_state_dir", "streambed_playbook", "streambed_job_jar", "streambed_queries_dir",
@@ -143,7 +168,7 @@ locals {
   production_vars = merge(
     { for k, v in local.all_vars : k => v if !startswith(k, "kafka_") },
     {
-      streambed_state_dir        = coalesce(var.production_state_dir, local.all_vars.streambed_state_dir)
+      streambed_state_dir        = local.production_state_dir
       streambed_services         = ["java", "flink", "prometheus"]
       flink_jobmanager_host      = local.prod_jm
       flink_jobmanager_bind_host = local.prod_jm
@@ -154,6 +179,14 @@ locals {
       flink_memory_per_slot_mb   = local.p.memory_per_slot_mb
       prometheus_port            = var.production_prometheus_port
     },
+    # The monitoring node runs both clusters' Prometheus: the production one in roots of its own.
+    { for k, v in {
+      streambed_config_dir     = "/etc/streambed/production"
+      streambed_log_dir        = "/var/log/streambed/production"
+      streambed_run_dir        = "/run/streambed/production"
+      flink_log_dir            = "/var/log/streambed/production"
+      grafana_other_prometheus = [{ name = "Prometheus (testbed)", uid = "streambed-prometheus-testbed", url = "http://${local.prom}:${var.prometheus_port}" }]
+    } : k => v if !local.local },
     var.production_group_vars,
   )
   production_order = concat(

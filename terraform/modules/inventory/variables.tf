@@ -101,10 +101,39 @@ variable "python_interpreter" {
   default     = "/usr/bin/python3"
 }
 
-variable "state_dir" {
-  description = "streambed_state_dir; the default is inventories/local's: <repository>/.streambed/<inventory name>, from the inventory's own path."
+variable "ssh_private_key_file" {
+  description = "ansible_ssh_private_key_file (ssh); null: the SSH agent's or ~/.ssh's keys."
   type        = string
-  default     = "{{ inventory_dir | dirname | dirname }}/.streambed/{{ inventory_dir | basename }}"
+  default     = null
+}
+
+variable "ssh_common_args" {
+  description = "More ssh options for every host (ansible_ssh_common_args, before jump_host's ProxyJump), e.g. a UserKnownHostsFile of the platform's own."
+  type        = string
+  default     = null
+}
+
+variable "become" {
+  description = "ansible_become (ssh): the admin login is not root (admin on Debian's cloud images) and the roles install packages and services; null: true for ssh, unset for local (the controller's own user)."
+  type        = bool
+  default     = null
+}
+
+variable "data_devices" {
+  description = "Node name -> block device of its data disk (the platform's kafka_data_devices), rendered as the host's kafka_data_device: the kafka role formats and mounts it at kafka_data_dir."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for d in values(var.data_devices) : startswith(d, "/")])
+    error_message = "data_devices must map node names to absolute device paths."
+  }
+}
+
+variable "state_dir" {
+  description = "streambed_state_dir; null: on nodes (ssh) the node's own /var/lib/streambed, on this machine (local) inventories/local's <repository>/.streambed/<inventory name>, from the inventory's own path."
+  type        = string
+  default     = null
 }
 
 variable "flink_rest_port" {
@@ -163,13 +192,13 @@ variable "production_prometheus_port" {
 }
 
 variable "production_state_dir" {
-  description = "streambed_state_dir of the production inventory (inventories/<env>-production); null: the testbed's setting, which there resolves to <repository>/.streambed/<env>-production."
+  description = "streambed_state_dir of the production inventory (inventories/<env>-production); null: on nodes /var/lib/streambed/production (the monitoring node runs both clusters' Prometheus), on this machine the testbed's setting, which there resolves to <repository>/.streambed/<env>-production."
   type        = string
   default     = null
 
   validation {
     # The monitoring node runs both Prometheus servers: each keeps its TSDB and PID file in its own.
-    condition     = var.production_state_dir == null || var.production_state_dir != var.state_dir
+    condition     = var.production_state_dir == null || var.production_state_dir != coalesce(var.state_dir, "/var/lib/streambed")
     error_message = "production_state_dir must differ from state_dir: the two Prometheus servers on the monitoring node each need a state directory of their own."
   }
 }
