@@ -1,0 +1,127 @@
+"""ENV=lab: hosts as network namespaces on this machine (terraform/modules/lab, terraform/examples/lab).
+
+The end-to-end test (marked ``lab``: ``pytest -m lab``) provisions a lab of its own (its own name,
+subnet, bridge and lab directory, so that a developer's lab keeps running), checks each host the way
+Ansible and the node commands reach it (SSH as the non-root admin, sudo, its own hostname, private
+directories, no route off the machine, the Kafka node's unformatted loop disk), that a second
+provision changes nothing, then destroys it and checks that nothing is left: no namespace, bridge,
+process, mount or loop device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+from streambed.errors import UserError
+from streambed.infra import terraform as tfw
+
+EXAMPLE = REPO / "terraform" / "examples" / "lab"
+NAME, SUBNET, BRIDGE = "sbt", "10.213.7.0/24", "sb-labt"
+
+
+def test_a_failed_lab_command_is_its_own_line():
+    detail = ("Error running command 'sh ../../modules/lab/scripts/host.sh up': exit status 1. Output: \n"
+              "lab: host sbt-tb-jm (10.213.7.14) does not answer over SSH as admin with sudo after 30 s\n")
+    assert tfw.diagnostic_line({"summary": "local-exec provisioner error", "detail": detail}) == (
+        "local-exec provisioner error: lab: host sbt-tb-jm (10.213.7.14) does not answer over SSH as admin "
+        "with sudo after 30 s")
+
+
+def test_a_bad_value_names_the_variable_from_the_json_snippet():
+    diagnostic = {"summary": "Invalid value for variable", "detail": "must be private.\n\nThis was checked by x.",
+                  "snippet": {"code": "  subnet = var.subnet", "values": [{"traversal": "var.subnet"}]}}
+    assert tfw.diagnostic_line(diagnostic) == "Invalid value for variable: var.subnet: must be private."
+
+
+def test_a_public_subnet_or_a_lab_dir_the_hosts_hide_is_refused_in_one_line(tmp_path):
+    for bad_value, expected in (({"subnet": "8.8.8.0/24"}, "subnet must be a private IPv4 CIDR"),
+                                ({"lab_dir": str(tmp_path / "lab")}, "lab_dir must be an absolute path outside")):
+        with pytest.raises(UserError) as bad:
+            tfw.provision(EXAMPLE, tmp_path / "inv", {"name": NAME, "lab_dir": "/var/tmp/x", **bad_value},
+                          state_dir=tmp_path / "state")
+        assert "\n" not in str(bad.value) and expected in str(bad.value)
+    assert not (tmp_path / "lab").exists() and not (tmp_path / "inv").exists() and not Path("/var/tmp/x").exists()
+
+
+def _ssh(lab_dir: Path, address: str, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
+                           f"UserKnownHostsFile={lab_dir}/known_hosts", "-i", str(lab_dir / "id_ed25519"),
+                           f"admin@{address}", command], capture_output=True, text=True, timeout=60)
+
+
+def _leftovers(lab_dir: Path) -> list[str]:
+    """What of the lab is still on this machine."""
+    left = [f"netns {line.split()[0]}" for line in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                                    text=True).stdout.splitlines()
+            if line.startswith(f"{NAME}-")]
+    if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0:
+        left.append(f"bridge {BRIDGE}")
+    left += [f"loop {line}" for line in subprocess.run(["losetup", "-a"], capture_output=True, text=True)
+             .stdout.splitlines() if str(lab_dir) in line]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(lab_dir) in cmdline:
+            left.append(f"process {pid}: {cmdline[:80]}")
+    left += [f"mount {line}" for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(lab_dir) in line]
+    return left
+
+
+@pytest.mark.lab
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("tini") is None or not Path("/usr/sbin/sshd").exists(),
+                    reason="the lab needs root, sshd and tini (make lab-packages)")
+def test_lab_provision_reach_and_destroy_leaving_nothing(tmp_path_factory):
+    # Not under /tmp: every host mounts a private /tmp over it.
+    lab_dir = Path(f"/var/tmp/streambed-test-lab-{os.getpid()}")
+    inventory_dir = tmp_path_factory.mktemp("inv") / "lab"
+    state = tmp_path_factory.mktemp("state")
+    variables = {"name": NAME, "subnet": SUBNET, "bridge": BRIDGE, "lab_dir": str(lab_dir)}
+    tf = tfw.Terraform(EXAMPLE, variables, state)
+    try:
+        inventory = tfw.provision(EXAMPLE, inventory_dir, variables, state_dir=state)
+        hosts = yaml.safe_load((inventory_dir / "hosts.yml").read_text())["all"]
+        production = yaml.safe_load((tfw.production_dir(inventory_dir) / "hosts.yml").read_text())["all"]
+        assert hosts["vars"]["ansible_user"] == "admin" and hosts["vars"]["ansible_become"] in (True, "true")
+        assert inventory.settings["streambed_state_dir"] == "/var/lib/streambed"
+        assert sorted(hosts["children"]["taskmanagers"]["hosts"]) == [f"{NAME}-tb-tm-01", f"{NAME}-tb-tm-02"]
+        assert len(production["children"]["taskmanagers"]["hosts"]) == 3
+        addresses = {name: v["ansible_host"] for name, v in {**hosts["hosts"], **production["hosts"]}.items()}
+        assert len(addresses) == 9 and len(set(addresses.values())) == 9
+
+        for name, address in addresses.items():
+            done = _ssh(lab_dir, address, "id -un; hostname; sudo -n id -u; ip route; "
+                                          "sudo -n touch /var/lib/streambed/mark; ls /var/lib/streambed")
+            assert done.returncode == 0, f"{name} ({address}): {done.stderr}"
+            user, hostname, root, *rest = done.stdout.splitlines()
+            assert (user, hostname, root) == ("admin", name, "0")
+            assert not any(line.startswith("default") for line in rest), rest  # no route off the machine
+            assert "mark" in rest
+        # Each host's /var/lib/streambed is its own: the marks above are one per host, none on this machine.
+        assert not Path("/var/lib/streambed/mark").exists()
+        assert len(list(lab_dir.glob("hosts/*/root/var/lib/streambed/mark"))) == 9
+
+        kafka = f"{NAME}-kafka-01"
+        device = hosts["hosts"][kafka]["kafka_data_device"]
+        assert os.path.realpath(device).startswith("/dev/loop")
+        blkid = subprocess.run(["blkid", "-p", os.path.realpath(device)], capture_output=True, text=True)
+        assert blkid.returncode == 2, blkid.stdout  # no file system: the kafka role formats it
+
+        # A second provision plans no change and applies nothing.
+        tf.init()
+        assert tf.apply() is False
+    finally:
+        tfw.destroy(EXAMPLE, variables, state_dir=state)
+    assert _leftovers(lab_dir) == []
+    assert not lab_dir.exists()
+    assert json.loads((state / "terraform.tfstate").read_text())["resources"] == []
