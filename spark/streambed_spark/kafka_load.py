@@ -35,6 +35,9 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4")
 """Codecs Flink's KafkaSource reads with the jars it has (lz4 and snappy are in flink-dist, gzip in
 the JDK; zstd would need zstd-jni in the job)."""
 
+REACH_SECONDS = 15.0
+"""How long the loader waits for the brokers' first answer."""
+
 _EVENT_TYPE = re.compile(rb'"event_type"\s*:\s*([0-9]+)')
 _KEY = re.compile(rb'"(person|auction|bid)"\s*:\s*\{\s*"(id|auction)"\s*:\s*(-?[0-9]+)\s*[,}]')
 _KINDS = {b"person": 0, b"auction": 1, b"bid": 2}
@@ -116,7 +119,9 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
     def __init__(self, target: KafkaTarget):
         from confluent_kafka.admin import AdminClient
         self.target = target
-        self.admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        # librdkafka logs each failed connection on stderr; the loader reports failures itself
+        self.quiet = {"log_level": 2}
+        self.admin = AdminClient({"bootstrap.servers": target.bootstrap, **self.quiet})
         self.producer = None
         self.queued = 0
         self.delivery = Delivery()
@@ -126,6 +131,11 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
         t = self.target
+        try:
+            self.admin.list_topics(timeout=REACH_SECONDS)
+        except KafkaException as e:
+            raise UserError(f"--bootstrap {t.bootstrap}: cannot reach Kafka within {REACH_SECONDS:g} s "
+                            f"({e.args[0].str() if e.args else e})") from None
         future = self.admin.create_topics([NewTopic(t.topic, t.partitions, t.replication)])[t.topic]
         try:
             future.result(timeout=30)
@@ -138,7 +148,7 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
     def end_offsets(self, partitions: int) -> dict[int, int]:
         from confluent_kafka import Consumer, TopicPartition
         c = Consumer({"bootstrap.servers": self.target.bootstrap, "group.id": "streambed-load",
-                      "enable.auto.commit": False})
+                      "enable.auto.commit": False, **self.quiet})
         try:
             return {p: c.get_watermark_offsets(TopicPartition(self.target.topic, p), timeout=30, cached=False)[1]
                     for p in range(partitions)}
@@ -152,7 +162,7 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
             self.producer = Producer({
                 "bootstrap.servers": t.bootstrap, "acks": "all", "enable.idempotence": True,
                 "compression.type": t.compression, "linger.ms": t.linger_ms, "batch.size": t.batch_bytes,
-                "queue.buffering.max.messages": 1_000_000, **t.settings})
+                "queue.buffering.max.messages": 1_000_000, **self.quiet, **t.settings})
         self.queued += 1
         if self.queued % 10_000 == 0:
             self.producer.poll(0)  # serve delivery reports as they come

@@ -79,13 +79,17 @@ def _other_parsers(dsub, lake_option) -> None:
     output_options(ls)
     ls.set_defaults(func=cmd_list)
 
-    kafka = dsub.add_parser("load-kafka", help="a data set into a Kafka topic, keyed and in event order (clusters; "
-                                                "kafka-python: Spark's Kafka writer needs a jar)")
+    kafka = dsub.add_parser("load-kafka", help="a data set into a Kafka topic, keyed and in event order, by parallel "
+                                                "producers (Spark's Kafka writer needs a jar)")
     kafka.add_argument("--input", required=True, help="the data set (name or path)")
     kafka.add_argument("--bootstrap", required=True, help="host:port[,host:port...] of the brokers")
     kafka.add_argument("--topic", help="the topic (default: the data set's name)")
     kafka.add_argument("--partitions", type=count, default=8, help="partitions of a new topic (default 8)")
     kafka.add_argument("--replication", type=count, default=1, help="replication of a new topic (default 1)")
+    kafka.add_argument("--producers", type=count, default=2,
+                       help="producer processes; the topic's partitions are spread over them (default 2)")
+    kafka.add_argument("--compression", default="lz4",
+                       help="batch compression: none, gzip, snappy or lz4 (default; what Flink's KafkaSource reads)")
     lake_option(kafka)
     output_options(kafka)
     kafka.set_defaults(func=cmd_load_kafka)
@@ -184,7 +188,8 @@ def cmd_load_kafka(args, out: Output) -> None:
     from streambed_spark.kafka_load import KafkaTarget, load
 
     d = ds.load(args.input, args.lake)
-    target = KafkaTarget(args.bootstrap, args.topic or d.name, args.partitions, args.replication)
+    target = KafkaTarget(args.bootstrap, args.topic or d.name, args.partitions, args.replication,
+                         producers=args.producers, compression=args.compression)
     with out.progress(f"loading {d.name} into Kafka topic {target.topic}", total=d.events) as step:
         done = [0]
 
@@ -192,7 +197,8 @@ def cmd_load_kafka(args, out: Output) -> None:
             step.advance(n - done[0], description=f"{n:,} of {total:,} records sent")
             done[0] = n
         result = load(d, target, progress=progress)
-    out.info(f"{result['records']:,} records in {result['topic']} ({result['partitions']} partitions)")
+    out.info(f"{result['records']:,} records in {result['topic']} ({result['partitions']} partitions, "
+             f"{result['producers']} producers)")
     out.result(result)
 
 
