@@ -131,7 +131,15 @@ def non_negative_number(text: str) -> float:
     try:
         return checks.number(text, minimum=0.0, text=True)
     except checks.Invalid:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r:.60}") from None
+
+
+def fraction(text: str) -> float:
+    """A share from 0 to 1, such as 0.25."""
+    try:
+        return checks.number(text, minimum=0.0, maximum=1.0, text=True)
+    except checks.Invalid:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1 such as 0.25, got {text!r:.60}") from None
 
 
 def risk(text: str) -> float:

@@ -14,7 +14,7 @@ from ..estimator import DEFAULT_TIMING, TIMINGS
 from ..policies import DEFAULT_POLICY, POLICIES
 from ..report.annotations import GrafanaSettings, annotations
 from ..report.console import Output
-from .args import extrapolation, non_negative_number, rate, seed, slots
+from .args import extrapolation, fraction, rate, seed, slots
 
 
 def output_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -91,6 +91,6 @@ def guard_options(sp: argparse.ArgumentParser, defaults) -> None:
     """The plan's guard rails (docs/planner.md): how far a model may be extrapolated."""
     sp.add_argument("--max-extrapolation", type=extrapolation, default=defaults.max_extrapolation,
                     help="plan at most this many times the largest budget measured")
-    sp.add_argument("--min-marginal", type=non_negative_number, default=defaults.min_marginal,
+    sp.add_argument("--min-marginal", type=fraction, default=defaults.min_marginal,
                     help="stop where the model gains less per slot than this fraction of its gain at the largest "
                          "budget measured (0: no such limit, as the paper)")
