@@ -301,8 +301,10 @@ def test_the_production_cluster_is_an_inventory_of_its_own(cloudlab):
     assert v["flink_jobmanager_host"] == v["flink_rest_address"] == addresses["streambed-prod-jm"]["private"]
     assert v["prometheus_listen_host"] == testbed.settings["prometheus_listen_host"] == addresses["streambed-monitoring"]["private"]
     assert (v["prometheus_port"], testbed.settings["prometheus_port"]) == (9091, 9090)
-    assert v["streambed_state_dir"] == str(root / ".streambed" / "cloudlab-production")
-    assert testbed.settings["streambed_state_dir"] == str(root / ".streambed" / "cloudlab")
+    # On nodes the roles' state is the node's own (never the controller's repository path), the
+    # production Prometheus's in roots of its own on the shared monitoring node.
+    assert (v["streambed_state_dir"], v["streambed_config_dir"]) == ("/var/lib/streambed/production", "/etc/streambed/production")
+    assert testbed.settings["streambed_state_dir"] == "/var/lib/streambed"
     # Paths resolve to the same repository (a sibling directory, the same depth).
     assert production.playbook == testbed.playbook == root / "ansible" / "site.yml"
     assert production.path_setting("streambed_job_jar") == root / "flink" / "build" / "streambed-job.jar"

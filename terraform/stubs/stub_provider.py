@@ -151,7 +151,10 @@ class StubProvider(Provider):
         return ADDRESSES[self.name]
 
     def get_provider_schema(self, diags: Diagnostics) -> schema.Schema:
-        return schema.Schema(attributes=_attributes(self.config))
+        # aws's default_tags block: tags every resource the provider creates carries.
+        blocks = [ListBlock("default_tags", schema.NestMode.Single, _block({"tags": (MAP_S, OPT)}))] \
+            if self.name == "aws" else []
+        return schema.Schema(attributes=_attributes(self.config), block_types=blocks)
 
     def validate_config(self, diags: Diagnostics, config: dict) -> None:
         pass

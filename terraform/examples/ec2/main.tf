@@ -8,6 +8,12 @@
 
 provider "aws" {
   region = var.region
+
+  # On every resource the provider creates (instances, volumes, security group and its rules): who
+  # made it and for which cluster, for a team's cost reports and clean-up.
+  default_tags {
+    tags = merge({ "streambed:cluster" = var.name, "streambed:managed-by" = "terraform" }, var.default_tags)
+  }
 }
 
 module "topology" {
@@ -49,4 +55,6 @@ module "inventory" {
   ssh_user  = var.ssh_user
   # Ansible reaches the private addresses through the controller's public one.
   jump_host = local.controller == null ? null : "${var.ssh_user}@${module.ec2.addresses[local.controller].public}"
+  # The kafka role formats and mounts each Kafka node's NVMe or gp3 disk for log.dirs.
+  data_devices = module.ec2.kafka_data_devices
 }

@@ -36,3 +36,9 @@ variable "kafka_storage" {
   type        = string
   default     = "nvme"
 }
+
+variable "default_tags" {
+  description = "More tags on every resource (the provider's default_tags), e.g. { team = \"...\", cost-center = \"...\" }."
+  type        = map(string)
+  default     = {}
+}

@@ -141,19 +141,28 @@ locals {
       streambed_software_dir = "/opt/streambed"
       flink_log_dir          = "/var/log/streambed"
     } : k => v if !local.local },
+    # On this machine: the roots inside the state directory and services as the controller's own user.
+    { for k, v in {
+      streambed_software_dir  = "{{ streambed_state_dir }}"
+      streambed_config_dir    = "{{ streambed_state_dir }}/conf"
+      streambed_log_dir       = "{{ streambed_state_dir }}/log"
+      streambed_run_dir       = "{{ streambed_state_dir }}/run"
+      streambed_service_users = false
+    } : k => v if local.local },
     { for k, v in {
       grafana_other_prometheus = [{ name = "Prometheus (production)", uid = "streambed-prometheus-production", url = "http://${local.prom}:${var.production_prometheus_port}" }]
     } : k => v if !local.local && local.production },
   )
   base_order = [
-    "streambed_state_dir", "streambed_playbook", "streambed_job_jar", "streambed_queries_dir",
+    "streambed_state_dir", "streambed_software_dir", "streambed_config_dir", "streambed_log_dir", "streambed_run_dir",
+    "streambed_service_users", "streambed_playbook", "streambed_job_jar", "streambed_queries_dir",
     "flink_install", "flink_state", "flink_jobmanager_host", "flink_jobmanager_bind_host",
     "flink_jobmanager_rpc_port", "flink_jobmanager_memory_mb", "flink_rest_port", "flink_rest_address",
     "flink_rest_bind_address", "flink_taskmanager_host", "flink_taskmanager_bind_host", "flink_taskmanagers",
     "flink_taskmanager_slots", "flink_memory_per_slot_mb", "flink_taskmanager_overhead_mb",
     "flink_metrics_port_min", "flink_metrics_port_max", "prometheus_state", "prometheus_listen_host",
     "prometheus_port", "prometheus_scrape_interval", "prometheus_retention", "kafka_log_dirs",
-    "kafka_default_replication_factor",
+    "kafka_default_replication_factor", "flink_log_dir", "grafana_other_prometheus",
   ]
   all_vars  = merge(local.base_vars, var.group_vars)
   all_order = concat([for k in local.base_order : k if contains(keys(local.all_vars), k)], sort(setsubtract(keys(var.group_vars), local.base_order)))
@@ -190,9 +199,9 @@ locals {
     var.production_group_vars,
   )
   production_order = concat(
-    [for k in slice(local.base_order, 0, 4) : k if contains(keys(local.production_vars), k)],
+    [for k in slice(local.base_order, 0, 9) : k if contains(keys(local.production_vars), k)],
     ["streambed_services"],
-    [for k in slice(local.base_order, 4, length(local.base_order)) : k if contains(keys(local.production_vars), k)],
+    [for k in slice(local.base_order, 9, length(local.base_order)) : k if contains(keys(local.production_vars), k)],
     sort(setsubtract(keys(local.production_vars), concat(local.base_order, ["streambed_services"]))),
   )
 

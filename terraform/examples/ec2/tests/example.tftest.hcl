@@ -38,3 +38,28 @@ run "renders_the_inventory_of_the_instances" {
     error_message = "the production nodes are the taskmanagers of the production hosts.yml and none of the testbed's inventory; 8 x 4 slots less the source's"
   }
 }
+
+# docs/infrastructure.md's walk-through tfvars, with AWS's figures for the Kafka instance types:
+# 38.85 G events need 4,857 GB per Kafka node, more than an i4i.2xlarge's 1,875 GB (the module's own test
+# refuses that: terraform/modules/ec2/tests).
+run "the_walkthrough_tfvars_plan_on_i4i_8xlarge" {
+  command = plan
+  variables {
+    replay_rate    = 2400000
+    replay_events  = 38850000000
+    instance_types = { kafka = "i4i.8xlarge" }
+    default_tags   = { team = "streaming" }
+  }
+  override_data {
+    target = module.ec2.data.aws_ec2_instance_type.role["kafka"]
+    values = { default_vcpus = 32, memory_size = 262144, instance_storage_supported = true, total_instance_storage = 7500 }
+  }
+  assert {
+    condition     = module.topology.kafka_data_disk_gb == 4857 && length(module.topology.roles.kafka.nodes) == 2
+    error_message = "2 Kafka nodes of 4,857 GB each"
+  }
+  assert {
+    condition     = strcontains(output.inventory_files["hosts.yml"], "kafka_data_device: \"/dev/nvme1n1\"") && !strcontains(output.inventory_files["group_vars/all.yml"], "kafka_log_dirs")
+    error_message = "each Kafka node's NVMe disk is its kafka_data_device, which the kafka role mounts for log.dirs"
+  }
+}
