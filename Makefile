@@ -88,6 +88,10 @@ datagen: $(VENV)/.installed
 # Infrastructure (docs/infrastructure.md): ENV is a directory of terraform/examples and the inventory
 # inventories/$(ENV) it renders. ENV=local provisions nothing and writes inventories/local.
 #   make provision ENV=ec2 && make deploy ENV=ec2 ... make destroy ENV=ec2
+# BACKEND_CONFIG=<file>: Terraform state in the backend a gitignored backend_override.tf declares
+# (e.g. S3 with locking), configured from that file; unset: local state under .streambed/terraform/.
+BACKEND_CONFIG ?=
+export STREAMBED_TF_BACKEND_CONFIG := $(BACKEND_CONFIG)
 provision: $(VENV)/.installed $(if $(filter lab,$(ENV)),$(LAB_PACKAGES_STAMP))
 	$(STREAMBED) infra provision --env $(ENV)
 
@@ -143,6 +147,7 @@ bench: $(VENV)/.installed $(FLINK_JOB_JAR)
 	$(PY) bench/stall_shortfall.py
 	$(PY) bench/datagen_rate.py
 	$(PY) bench/replay_rate.py
+	$(PY) bench/kafka_load_rate.py
 	-$(MAKE) --no-print-directory fuzz
 
 # Property-based fuzzing of the command line (docs/robustness.md): FUZZ_EXAMPLES generated invocations of

@@ -125,3 +125,20 @@ def test_lab_provision_reach_and_destroy_leaving_nothing(tmp_path_factory):
     assert _leftovers(lab_dir) == []
     assert not lab_dir.exists()
     assert json.loads((state / "terraform.tfstate").read_text())["resources"] == []
+
+
+def test_state_goes_to_the_backend_the_user_configures(tmp_path):
+    """A team's backend: a backend_override.tf in the example and BACKEND_CONFIG's file; here the
+    local backend at another path stands for S3 (no cloud here), with the same init flags."""
+    tree = tmp_path / "terraform"
+    shutil.copytree(REPO / "terraform", tree, ignore=shutil.ignore_patterns(".terraform", "*.tfstate*", "tests"))
+    example = tree / "examples" / "local"
+    (example / "backend_override.tf").write_text('terraform {\n  backend "local" {}\n}\n')
+    config = tmp_path / "backend.hcl"
+    config.write_text(f'path = "{tmp_path / "team.tfstate"}"\n')
+    state = tmp_path / "state"
+    tfw.provision(example, tmp_path / "inv", state_dir=state, backend_config=config)
+    assert (tmp_path / "team.tfstate").is_file() and not (state / "terraform.tfstate").exists()
+    assert not (state / tfw.PLAN_FILE).exists()  # the saved plan is applied, then removed
+    with pytest.raises(UserError, match="backend config .*nope.hcl: no such file"):
+        tfw.provision(example, tmp_path / "inv", state_dir=state, backend_config=tmp_path / "nope.hcl")

@@ -5,13 +5,14 @@ its example renders the committed inventories/local as it is."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import UserError
 from ..files import read_input_text
 from .provider import Inventory
-from .terraform import TerraformProvider, production_dir
+from .terraform import BACKEND_CONFIG_ENV, TerraformProvider, production_dir
 
 INVENTORIES = Path("inventories")
 """Where each platform's inventory is written, relative to the repository's root (where make runs)."""
@@ -36,9 +37,13 @@ def variables_of(var_file: Path | None) -> dict[str, Any]:
 
 
 def terraform_provider(env: str, inventory: Path | None = None, var_file: Path | None = None,
-                       log: Callable[[str], None] | None = None) -> TerraformProvider:
-    """The provider of ``env`` (one line listing the platforms for an unknown one)."""
-    return TerraformProvider.of(env, inventory_dir(env, inventory), variables_of(var_file), log=log)
+                       log: Callable[[str], None] | None = None,
+                       environ: Mapping[str, str] = os.environ) -> TerraformProvider:
+    """The provider of ``env`` (one line listing the platforms for an unknown one); its state in the
+    backend ``STREAMBED_TF_BACKEND_CONFIG`` configures (``make ... BACKEND_CONFIG=<file>``), else local."""
+    backend = environ.get(BACKEND_CONFIG_ENV) or None
+    return TerraformProvider.of(env, inventory_dir(env, inventory), variables_of(var_file), log=log,
+                                backend_config=Path(backend) if backend else None)
 
 
 def inventory_of(env: str, inventory: Path | None = None, must_exist: bool = True) -> Inventory | None:
