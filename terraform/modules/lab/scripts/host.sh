@@ -7,6 +7,7 @@
 #                        DISK_GB PRIVATE_DIRS ETC_HOSTS ADMIN_USER BOOT_TIMEOUT_S)
 # Every failure is one line starting with "lab:" on stderr.
 set -eu
+umask 022  # what the hosts read (/etc/hosts, the roots) must be readable by their service users
 
 fail() { echo "lab: $*" >&2; exit 1; }
 
@@ -79,6 +80,7 @@ EOF
     cat >"$HOST_DIR/boot.sh" <<EOF
 #!/bin/sh
 set -eu
+umask 022  # what the hosts read (/etc/hosts, the roots) must be readable by their service users
 hostname '$HOST'
 for d in $PRIVATE_DIRS; do
     mkdir -p "\$d" "$HOST_DIR/root\$d"

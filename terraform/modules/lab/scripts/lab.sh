@@ -4,6 +4,7 @@
 #   lab.sh check | up | down     (settings in the environment: LAB_DIR BRIDGE BRIDGE_CIDR ADMIN_USER)
 # Every failure is one line starting with "lab:" on stderr (streambed.infra.terraform shows it).
 set -eu
+umask 022  # what the hosts read (/etc/hosts, the roots) must be readable by their service users
 
 fail() { echo "lab: $*" >&2; exit 1; }
 
