@@ -50,7 +50,7 @@ PLAN_FLINK_ARGS ?= --timing local --max-measurements 5 --rate-multiple 2
 PLAN_ARGS ?=
 plan: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
 	$(STREAMBED) plan --query $(QUERY) --testbed $(TESTBED) $(if $(RATE),--rate $(RATE)) --campaign-dir $(PLAN_DIR) \
-		$(if $(filter flink,$(TESTBED)),$(PLAN_FLINK_ARGS)) $(PLAN_ARGS) \
+		$(if $(filter flink,$(TESTBED)),$(PLAN_FLINK_ARGS) $(if $(filter-out local,$(ENV)),--inventory inventories/$(ENV))) $(PLAN_ARGS) \
 		$(if $(wildcard $(PLAN_DIR)/ledger.sqlite),--resume)
 
 # Production validation (paper VIII): the query's plan (make plan, same QUERY/RATE/TESTBED) at
@@ -63,11 +63,13 @@ plan: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
 VALIDATE_DIR = $(CAMPAIGN_DIR)/validate-$(QUERY)$(if $(RATE),-$(RATE))$(if $(filter sim,$(TESTBED)),-sim,-$(ENV))
 VALIDATE_INVENTORY = inventories/$(ENV)$(if $(filter local,$(ENV)),,-production)
 VALIDATE_LOCAL_ARGS ?= --ramp 20 --duration 60 --window 10 --within-cluster
+# ENV=lab proves the path, not the numbers (9 hosts on 2 shared cores): short runs, not re-planned.
+VALIDATE_LAB_ARGS ?= --ramp 20 --duration 60 --window 10
 VALIDATE_ARGS ?=
 validate: $(VENV)/.installed $(if $(filter flink,$(TESTBED)),$(FLINK_JOB_JAR))
 	$(STREAMBED) validate --query $(QUERY) --plan $(PLAN_DIR)/plan.json --testbed $(TESTBED) \
 		--campaign-dir $(VALIDATE_DIR) \
-		$(if $(filter flink,$(TESTBED)),--inventory $(VALIDATE_INVENTORY) $(if $(filter local,$(ENV)),$(VALIDATE_LOCAL_ARGS)),--within-cluster) \
+		$(if $(filter flink,$(TESTBED)),--inventory $(VALIDATE_INVENTORY) $(if $(filter local,$(ENV)),$(VALIDATE_LOCAL_ARGS))$(if $(filter lab,$(ENV)),$(VALIDATE_LAB_ARGS)),--within-cluster) \
 		$(VALIDATE_ARGS) $(if $(wildcard $(VALIDATE_DIR)/ledger.sqlite),--resume)
 
 # The local testbed stays up between campaigns (no deployment wait for the next one); this stops
