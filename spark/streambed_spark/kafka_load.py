@@ -38,10 +38,10 @@ the JDK; zstd would need zstd-jni in the job)."""
 REACH_SECONDS = 15.0
 """How long the loader waits for the brokers' first answer."""
 
-_EVENT_TYPE = re.compile(rb'"event_type"\s*:\s*([0-9]+)')
-_KEY = re.compile(rb'"(person|auction|bid)"\s*:\s*\{\s*"(id|auction)"\s*:\s*(-?[0-9]+)\s*[,}]')
-_KINDS = {b"person": 0, b"auction": 1, b"bid": 2}
-_FIELDS = {0: b"id", 1: b"id", 2: b"auction"}
+# The lake's layout: event_type, then the event's struct, whose first field is its key.
+_LAKE_KEY = re.compile(rb'"event_type"\s*:\s*([0-2])\s*,\s*"(person|auction|bid)"\s*:\s*\{\s*"(id|auction)"\s*:\s*'
+                       rb'(-?[0-9]+)\s*[,}]')
+_LAKE_FIELD = {(b"0", b"person"): b"id", (b"1", b"auction"): b"id", (b"2", b"bid"): b"auction"}
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,11 @@ class KafkaTarget:
     topic: str
     partitions: int = 8
     replication: int = 1
-    producers: int = 2
-    """Producer processes; the topic's partitions are spread over them."""
+    producers: int = 1
+    """Producer processes; the topic's partitions are spread over them (each reads the whole data set:
+    worth it where cores are free, docs/data.md)."""
     compression: str = "lz4"
-    linger_ms: int = 50
+    linger_ms: int = 5
     batch_bytes: int = 1 << 20
     settings: dict = field(default_factory=dict)
     """More librdkafka producer settings (``queue.buffering.max.kbytes``, ...)."""
@@ -63,12 +64,12 @@ class KafkaTarget:
 def event_key(line: bytes) -> bytes:
     """The key of one event's JSON line: its person's or auction's id, or its bid's auction.
 
-    A regular expression finds it when the event's struct starts with its key field (the lake's
-    layout); anything else goes through the JSON parser. A JSON string cannot hold an unescaped
+    A regular expression finds it in the lake's layout (event_type, then the event's struct starting
+    with its key field); anything else goes through the JSON parser. A JSON string cannot hold an unescaped
     quote, so the expression never matches inside a value."""
-    t, k = _EVENT_TYPE.search(line), _KEY.search(line)
-    if t and k and _KINDS[k[1]] == int(t[1]) and _FIELDS[int(t[1])] == k[2]:
-        return k[3]
+    m = _LAKE_KEY.search(line)
+    if m and _LAKE_FIELD.get((m[1], m[2])) == m[3]:
+        return m[4]
     event = json.loads(line)
     kind, name = KEY_FIELD[event["event_type"]]
     value = event[kind][name]
@@ -162,7 +163,9 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
             self.producer = Producer({
                 "bootstrap.servers": t.bootstrap, "acks": "all", "enable.idempotence": True,
                 "compression.type": t.compression, "linger.ms": t.linger_ms, "batch.size": t.batch_bytes,
-                "queue.buffering.max.messages": 1_000_000, **self.quiet, **t.settings})
+                "queue.buffering.max.messages": 1_000_000,
+                "delivery.report.only.error": True,  # a report per record costs more than sending it
+                **self.quiet, **t.settings})
         self.queued += 1
         if self.queued % 10_000 == 0:
             self.producer.poll(0)  # serve delivery reports as they come
@@ -175,9 +178,7 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
                 self.producer.poll(0.05)
 
     def _delivered(self, err, msg) -> None:
-        if err is None:
-            self.delivery.acked += 1
-        else:
+        if err is not None:
             self.delivery.errors += 1
             self.delivery.first_error = self.delivery.first_error or str(err)
 
@@ -185,6 +186,8 @@ class Confluent:  # pragma: no cover - exercised against a broker (tests/test_ka
         if self.producer is not None:
             while self.producer.flush(30) > 0:
                 pass
+        # reports come for failures only: what is neither queued nor failed was acknowledged
+        self.delivery.acked = self.queued - self.delivery.errors
 
 
 def produce_share(d: DataSet, target: KafkaTarget, share: tuple[int, ...], partitions: int,

@@ -86,8 +86,9 @@ def _other_parsers(dsub, lake_option) -> None:
     kafka.add_argument("--topic", help="the topic (default: the data set's name)")
     kafka.add_argument("--partitions", type=count, default=8, help="partitions of a new topic (default 8)")
     kafka.add_argument("--replication", type=count, default=1, help="replication of a new topic (default 1)")
-    kafka.add_argument("--producers", type=count, default=2,
-                       help="producer processes; the topic's partitions are spread over them (default 2)")
+    kafka.add_argument("--producers", type=count, default=max(1, (os.cpu_count() or 2) // 2),
+                       help="producer processes; the topic's partitions are spread over them (default: half "
+                            "the cores, at least 1; each reads the whole data set, docs/data.md)")
     kafka.add_argument("--compression", default="lz4",
                        help="batch compression: none, gzip, snappy or lz4 (default; what Flink's KafkaSource reads)")
     lake_option(kafka)

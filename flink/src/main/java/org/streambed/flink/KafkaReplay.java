@@ -14,7 +14,8 @@ import java.io.IOException;
 /**
  * A data set replayed from a Kafka topic (loaded by {@code streambed data load-kafka}: one JSON
  * line per record, keyed by entity, in event order per partition) through Flink's KafkaSource.
- * Every job reads the topic from its beginning and commits nothing, so jobs never share a
+ * Every job reads the topic from its beginning to its end offsets as they are when it starts
+ * (its end fails the job, see {@link PacedSource}) and commits nothing, so jobs never share a
  * position; rows are the replay's rows ({@link ReplayParser}), their {@code dateTime} the time the
  * record leaves the source.
  */
@@ -28,6 +29,8 @@ final class KafkaReplay {
                 .setTopics(topic)
                 .setGroupId(groupId)
                 .setStartingOffsets(OffsetsInitializer.earliest())
+                // the end offsets when the job starts: the data set as loaded, whose end fails the job
+                .setBounded(OffsetsInitializer.latest())
                 .setDeserializer(new Lines(type))
                 .setProperty("commit.offsets.on.checkpoint", "false")
                 .setProperty("enable.auto.commit", "false")

@@ -89,7 +89,7 @@ public final class NexmarkTableFactory implements DynamicTableSourceFactory {
                     () -> new IllegalArgumentException("streambed-nexmark: kafka-bootstrap needs kafka-topic"));
             TypeInformation<RowData> type = InternalTypeInfo.of(physical);
             return new Source(new PacedSource<>(KafkaReplay.source(bootstrap, topic, options.get(KAFKA_GROUP), type),
-                    type, rateLocation, options.get(INITIAL_RATE), catchUp));
+                    type, rateLocation, options.get(INITIAL_RATE), catchUp, "the topic " + topic + " at " + bootstrap));
         }
         ReplayFiles replay = null;
         if (options.getOptional(REPLAY_DIR).isPresent()) {

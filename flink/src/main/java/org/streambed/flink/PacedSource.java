@@ -43,19 +43,26 @@ public final class PacedSource<S extends SourceSplit, E>
     final double initialRate;
     /** 0 strict, > 0 backlog caught up at (1 + catchUp) x target, inf as fast as possible. */
     final double catchUp;
+    /** What the inner source replays, for the message when it runs out ("the topic T at B"). */
+    final String what;
 
     public PacedSource(Source<RowData, S, E> inner, TypeInformation<RowData> type, String rateLocation,
-            double initialRate, double catchUp) {
+            double initialRate, double catchUp, String what) {
         this.inner = inner;
+        this.what = what;
         this.type = type;
         this.rateLocation = rateLocation;
         this.initialRate = initialRate;
         this.catchUp = catchUp;
     }
 
+    /**
+     * Unbounded, as the generator, so that the planner builds the same streaming job: an inner
+     * source that ends fails the task with {@code REPLAY_EXHAUSTED} instead (see Reader#pollNext).
+     */
     @Override
     public Boundedness getBoundedness() {
-        return inner.getBoundedness();
+        return Boundedness.CONTINUOUS_UNBOUNDED;
     }
 
     @Override
@@ -169,6 +176,11 @@ public final class PacedSource<S extends SourceSplit, E>
                 }
                 if (status == InputStatus.NOTHING_AVAILABLE) {
                     available = inner.isAvailable();
+                } else if (status == InputStatus.END_OF_INPUT) {
+                    // a campaign must not read a stalled source as back-pressure: fail, as a file replay does
+                    throw new java.io.IOException("REPLAY_EXHAUSTED: " + config.what + " ran out after "
+                            + pacer.emittedCount() + " events (source subtask " + context.getIndexOfSubtask()
+                            + " of " + parallelism + "); load more events or shorten the run");
                 }
                 return status;
             }
