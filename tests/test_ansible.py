@@ -249,6 +249,7 @@ def test_a_killed_taskmanager_is_restarted_by_its_supervisor(testbed):
             break
         time.sleep(1)
     assert back is not None, "the TaskManager did not come back within 60 s"
+    assert [t["id"] for t in tms] == ["localhost-tm-1"], "the same resource ID after the restart"
     print(f"\n[supervise] TaskManager back with its slots {back:.1f} s after SIGKILL")
     log = (testbed.state_dir / "log" / "flink-taskmanager-1.supervise.log").read_text()
     assert f"{tm} exited with status -9" in log
