@@ -86,17 +86,28 @@ class Host:
             return default
         return _render(self, key, self.variables[key])
 
+    @property
+    def become(self) -> bool:
+        """Whether Ansible becomes root on this host (``ansible_become``): the services then run as
+        users of their own, so reading their logs or signalling them takes sudo too."""
+        value = self.setting("ansible_become", False)
+        return self.connection != "local" and str(value).strip().lower() in ("true", "yes", "1", "on")
+
     def state_dir(self) -> str:
         """The flink role's state directory on this host (``flink_state_dir``, else ``streambed_state_dir``)."""
         return str(self.setting("flink_state_dir") or self.setting("streambed_state_dir") or DEFAULT_STATE_DIR)
 
     def flink_log_dir(self) -> str:
-        """Flink's log directory (``env.log.dir``): ``flink_log_dir``, else ``<state dir>/log``."""
-        return str(self.setting("flink_log_dir") or posixpath.join(self.state_dir(), "log"))
+        """Flink's log directory (``env.log.dir``): ``flink_log_dir``, else ``streambed_log_dir``, else
+        ``<state dir>/log``."""
+        return str(self.setting("flink_log_dir") or self.setting("streambed_log_dir")
+                   or posixpath.join(self.state_dir(), "log"))
 
     def flink_conf_dir(self) -> str:
-        """Flink's configuration directory (``FLINK_CONF_DIR``), as the flink role sets it."""
-        return str(self.setting("flink_conf_dir") or posixpath.join(self.state_dir(), "conf", "flink"))
+        """Flink's configuration directory (``FLINK_CONF_DIR``), as the flink role sets it:
+        ``flink_conf_dir``, else ``<streambed_config_dir>/flink``, else ``<state dir>/conf/flink``."""
+        config = self.setting("streambed_config_dir") or posixpath.join(self.state_dir(), "conf")
+        return str(self.setting("flink_conf_dir") or posixpath.join(config, "flink"))
 
 
 def _render(host: Host, key: str, value: Any) -> Any:

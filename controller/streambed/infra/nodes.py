@@ -85,7 +85,8 @@ def collect_logs(inventory: Inventory, dest: Path, transport: Transport | None =
         for host in targets:
             log_dir = host.flink_log_dir()
             q = shlex.quote(log_dir)
-            done = t.run(host, f"[ -d {q} ] || exit 3; find {q} -type f -print0")
+            sudo = "sudo -n " if host.become else ""
+            done = t.run(host, f"{sudo}[ -d {q} ] || exit 3; {sudo}find {q} -type f -print0")
             if done.code == 3:
                 collected.append(HostLogs(host.name, log_dir, (), 0, True))
                 continue
@@ -96,7 +97,12 @@ def collect_logs(inventory: Inventory, dest: Path, transport: Transport | None =
             for remote in names:
                 rel = posixpath.relpath(remote, log_dir)
                 local = dest / _safe(host.name) / Path(*rel.split("/"))
-                t.get(host, remote, local)
+                if host.become:  # the services' own users own their logs: read them through sudo
+                    read = _check(host, f"reading {remote}", t.run(host, f"sudo -n cat {shlex.quote(remote)}"))
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    local.write_text(read.stdout, encoding="utf-8")
+                else:
+                    t.get(host, remote, local)
                 relative.append(rel)
                 size += local.stat().st_size
             collected.append(HostLogs(host.name, log_dir, tuple(relative), size, False))
@@ -255,7 +261,8 @@ def stop_taskmanager(inventory: Inventory, host: str, which: int = 1, signal: st
         pid = pids[which - 1]
         tries = max(1, int(wait_s / 0.2))
         started = time.monotonic()
-        done = t.run(target, f"kill -s {signal} {pid} || exit 3; i=0; while pgrep -f {pattern} | grep -qx {pid}; "
+        sudo = "sudo -n " if target.become else ""  # the TaskManager runs as the flink role's user
+        done = t.run(target, f"{sudo}kill -s {signal} {pid} || exit 3; i=0; while pgrep -f {pattern} | grep -qx {pid}; "
                              f"do i=$((i+1)); [ $i -ge {tries} ] && exit 4; sleep 0.2; done; pgrep -f {pattern}; "
                              f"exit 0", timeout=wait_s + 30)
         if done.code == 4:
