@@ -142,3 +142,17 @@ def test_state_goes_to_the_backend_the_user_configures(tmp_path):
     assert not (state / tfw.PLAN_FILE).exists()  # the saved plan is applied, then removed
     with pytest.raises(UserError, match="backend config .*nope.hcl: no such file"):
         tfw.provision(example, tmp_path / "inv", state_dir=state, backend_config=tmp_path / "nope.hcl")
+
+
+def test_node_commands_take_sudo_and_the_roles_roots_from_the_inventory():
+    from streambed.infra.hosts import Host
+
+    roots = {"streambed_state_dir": "/var/lib/streambed", "streambed_config_dir": "/etc/streambed",
+             "streambed_log_dir": "/var/log/streambed"}
+    node = Host("n", ("taskmanagers",), "ssh", "10.213.0.5", variables={**roots, "ansible_become": "true"})
+    assert node.become and node.flink_conf_dir() == "/etc/streambed/flink"
+    assert node.flink_log_dir() == "/var/log/streambed"
+    assert not Host("n", (), "ssh", "a", variables={"ansible_become": False}).become
+    # This machine: no sudo, the older layout inside the state directory.
+    local = Host("l", (), "local", "localhost", variables={"streambed_state_dir": "/s", "ansible_become": True})
+    assert not local.become and local.flink_conf_dir() == "/s/conf/flink" and local.flink_log_dir() == "/s/log"
