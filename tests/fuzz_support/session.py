@@ -213,7 +213,7 @@ class Session:
 
     def summary(self) -> dict:
         kinds = Counter(p.split(":")[0] for o in self.outcomes for p in o.problems)
-        exits = Counter("timeout" if o.exit is None else ("guard" if o.exit == GUARD_EXIT else str(o.exit))
+        exits = Counter(("signal" if any(p.startswith("crash") for p in o.problems) else "timeout") if o.exit is None else ("guard" if o.exit == GUARD_EXIT else str(o.exit))
                         for o in self.outcomes)
         per_command = Counter(_command(o.argv) for o in self.outcomes)
         seconds = sorted(o.seconds for o in self.outcomes)
