@@ -150,6 +150,7 @@ ALIAS_BOMB = ("name: bomb\ndescription: &a9 [&a8 [&a7 [&a6 [&a5 [&a4 [&a3 [&a2 [
     ("".join(f"k{i}: {i}\n" for i in range(200_000)), "more than the 1,048,576 a YAML input may have"),
     ("".join(f"k{i}: {i}\n" for i in range(30_000)), "more than 50,000 YAML values"),
     ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
+    ("a: " + "[" * 50_000 + "]" * 50_000 + "\n", "nested"),  # libyaml's C composer crashed the process here
     ("a: 1\na: 2\n", "duplicate key"),
     ("a: [unclosed\n", "not valid YAML"),
 ])

@@ -189,6 +189,8 @@ def load_yaml(text: str, origin: str) -> object:
             return None
         _check_nodes(node, origin)
         return loader.construct_document(node)
+    except _YamlBound as e:
+        raise UserError(f"{origin}: {e}") from None
     except RecursionError:
         raise UserError(f"{origin}: YAML nested too deeply (more than {MAX_NESTING} levels)") from None
     except yaml.YAMLError as e:
@@ -240,13 +242,29 @@ def _check_nodes(root, origin: str) -> None:
 
 
 def _yaml_loader():
-    """PyYAML's safe loader (libyaml's when built with it: parsing large files in C), where a key
-    repeated in one mapping is an error (YAML requires unique keys; PyYAML keeps the last one)."""
+    """PyYAML's safe loader (the pure-Python one: libyaml's composer recurses in C and crashes the
+    process on deep nesting), composing at most MAX_YAML_NODES nodes, MAX_NESTING deep, so that a
+    huge or deep file stops early; and a key repeated in one mapping is an error (YAML requires
+    unique keys; PyYAML keeps the last one)."""
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    class BoundedLoader(yaml.SafeLoader):
+        _composed = 0
+        _depth = 0
 
-    class UniqueKeyLoader(base):
+        def compose_node(self, parent, index):
+            self._composed += 1
+            self._depth += 1
+            try:
+                if self._depth > MAX_NESTING:
+                    raise _YamlBound(f"YAML nested too deeply (more than {MAX_NESTING} levels)")
+                if self._composed > MAX_YAML_NODES:
+                    raise _YamlBound(f"more than {MAX_YAML_NODES:,} YAML values (aliases counted as what they "
+                                     f"repeat); not a file StreamBed reads")
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
         def construct_mapping(self, node, deep=False):
             if isinstance(node, yaml.MappingNode):
                 seen = set()
@@ -264,4 +282,8 @@ def _yaml_loader():
                             None, None, f"duplicate key {shown(repr(key))[:60]}", key_node.start_mark)
             return super().construct_mapping(node, deep)
 
-    return UniqueKeyLoader
+    return BoundedLoader
+
+
+class _YamlBound(Exception):
+    """A YAML input passed a bound while it was composed."""
