@@ -15,18 +15,15 @@ import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
-import org.apache.flink.metrics.Gauge;
-import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
 import org.apache.flink.table.data.RowData;
 
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ScheduledFuture;
 
 /**
  * Any FLIP-27 source of rows (here Flink's KafkaSource over a replayed topic) paced like the
- * Nexmark source: the same {@link Pacer}, the same total target re-read through a {@link RatePoller}
+ * Nexmark source, by a {@link SourcePace}: the same total target re-read through a {@link RatePoller}
  * and split over the source subtasks, the same metrics ({@code pendingRecords}, {@code targetRate},
  * {@code emittedRecords}). Splits, enumerator and checkpoints stay the wrapped source's own.
  */
@@ -105,59 +102,29 @@ public final class PacedSource<S extends SourceSplit, E>
     static final class Reader<S extends SourceSplit> implements SourceReader<RowData, S>, PacedStats {
         private final SourceReaderContext context;
         private final PacedSource<S, ?> config;
-        private final Pacer pacer;
+        private final SourcePace pace;
         private final CountingOutput counting = new CountingOutput();
         SourceReader<RowData, S> inner;
-        private RatePoller poller;
-        private int parallelism = 1;
         private CompletableFuture<Void> available = CompletableFuture.completedFuture(null);
-        private ScheduledFuture<?> wakeUp;
-        private volatile long emittedSnapshot;
-        private volatile long pendingSnapshot;
-        private volatile long snapshotNanos = System.nanoTime();
-        private volatile double accrualRate;
-        private volatile double targetSnapshot;
 
         Reader(SourceReaderContext context, PacedSource<S, ?> config) {
             this.context = context;
             this.config = config;
-            this.pacer = new Pacer(config.catchUp);
-            SourceReaderMetricGroup metrics = context.metricGroup();
-            metrics.setPendingRecordsGauge(this::pendingRecords);
-            metrics.gauge("targetRate", (Gauge<Double>) () -> targetSnapshot);
-            metrics.gauge("emittedRecords", (Gauge<Long>) () -> emittedSnapshot);
+            this.pace = new SourcePace(config.rateLocation, config.initialRate, config.catchUp);
+            pace.registerMetrics(context.metricGroup());
         }
 
         @Override
         public void start() {
-            parallelism = Math.max(1, context.currentParallelism());
-            if (config.rateLocation != null) {
-                poller = RatePoller.acquire(config.rateLocation);
-            }
-            NexmarkSourceReader.Timer.acquire();
+            pace.start(context.currentParallelism());
             SourceStats.register(this);
-            targetSnapshot = currentTotal() / parallelism;
             inner.start();
-        }
-
-        private double currentTotal() {
-            double total = poller != null ? poller.get() : Double.NaN;
-            if (Double.isNaN(total)) {
-                total = Double.isNaN(config.initialRate) ? 0.0 : config.initialRate;
-            }
-            return total;
         }
 
         @Override
         public InputStatus pollNext(ReaderOutput<RowData> output) throws Exception {
             long now = System.nanoTime();
-            double share = currentTotal() / parallelism;
-            if (share != pacer.rate()) {
-                pacer.setRate(share, now);
-            }
-            targetSnapshot = share;
-            pacer.advance(now);
-            long n = Math.min(pacer.allowed(), NexmarkSourceReader.MAX_BATCH);
+            long n = pace.allowed(now);
             if (n > 0) {
                 counting.start(output);
                 InputStatus status = InputStatus.MORE_AVAILABLE;
@@ -170,33 +137,20 @@ public final class PacedSource<S extends SourceSplit, E>
                         }
                     }
                 } finally {
-                    pacer.emitted(counting.count);
-                    emittedSnapshot = pacer.emittedCount();
-                    snapshot(now);
+                    pace.emitted(counting.count, now);
                 }
                 if (status == InputStatus.NOTHING_AVAILABLE) {
                     available = inner.isAvailable();
                 } else if (status == InputStatus.END_OF_INPUT) {
                     // a campaign must not read a stalled source as back-pressure: fail, as a file replay does
                     throw new java.io.IOException("REPLAY_EXHAUSTED: " + config.what + " ran out after "
-                            + pacer.emittedCount() + " events (source subtask " + context.getIndexOfSubtask()
-                            + " of " + parallelism + "); load more events or shorten the run");
+                            + pace.emittedRecords() + " events (source subtask " + context.getIndexOfSubtask()
+                            + " of " + pace.parallelism() + "); load more events or shorten the run");
                 }
                 return status;
             }
-            snapshot(now);
-            long wait = Math.max(NexmarkSourceReader.MIN_WAIT_NANOS,
-                    Math.min(NexmarkSourceReader.MAX_WAIT_NANOS, pacer.nanosUntilNext()));
-            CompletableFuture<Void> f = new CompletableFuture<>();
-            available = f;
-            wakeUp = NexmarkSourceReader.Timer.schedule(() -> f.complete(null), wait);
+            available = pace.waitForSchedule(now);
             return InputStatus.NOTHING_AVAILABLE;
-        }
-
-        private void snapshot(long now) {
-            pendingSnapshot = pacer.pending();
-            accrualRate = pacer.rate();
-            snapshotNanos = now;
         }
 
         @Override
@@ -241,16 +195,9 @@ public final class PacedSource<S extends SourceSplit, E>
 
         @Override
         public void close() throws Exception {
-            if (wakeUp != null) {
-                wakeUp.cancel(false);
-            }
             available.complete(null);
             SourceStats.unregister(this);
-            if (poller != null) {
-                poller.release();
-                poller = null;
-            }
-            NexmarkSourceReader.Timer.release();
+            pace.close();
             if (inner != null) {
                 inner.close();
             }
@@ -258,19 +205,17 @@ public final class PacedSource<S extends SourceSplit, E>
 
         @Override
         public long emittedRecords() {
-            return emittedSnapshot;
+            return pace.emittedRecords();
         }
 
-        /** The backlog now, from any thread (as NexmarkSourceReader#pendingNow: a stalled source's backlog grows). */
         @Override
         public long pendingRecords() {
-            long since = System.nanoTime() - snapshotNanos;
-            return pendingSnapshot + (since > 0 ? (long) Math.floor(accrualRate * since / 1e9) : 0L);
+            return pace.pendingRecords();
         }
 
         @Override
         public double targetRate() {
-            return targetSnapshot;
+            return pace.targetRate();
         }
     }
 
