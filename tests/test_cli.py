@@ -246,6 +246,10 @@ BAD_INPUT = [
      ["--input", "../../../etc/passwd", "not a data set"]),
     ("report-out-fifo", ["report", "--campaign-dir", "a-dir", "--out", "a-fifo"],
      ["--out", "a-fifo", "not a regular file"]),
+    ("truth-empty-config", ["sim", "truth", "--profile", "q1", "--memory", "1024", "--config", ""],
+     ["no parallelism for operator"]),
+    ("generate-out-too-deep", ["sim", "generate", "--count", "1", "--out", "a/" * 2000 + "x"],
+     ["--out", "too many directories"]),
     # an unknown query names --query, an unknown profile --profile
     ("query-unknown-estimate", ["estimate", "--query", "q99"], ["--query", "'q99'"]),
     ("query-unknown-plan", ["plan", "--query", "q99", "--rate", "1e6"], ["--query", "'q99'"]),
@@ -273,6 +277,18 @@ def test_bad_input_is_one_line_exit_2(tmp_path, argv, fragments):
     # Refused input leaves no campaign behind (a later run would otherwise need --resume).
     assert not (tmp_path / "camp").exists()
     assert not (tmp_path / "campaigns").exists()
+
+
+@pytest.mark.parametrize("command", [["testbed", "stop"], ["infra", "deploy", "--env", "local"]])
+def test_a_missing_playbook_is_one_line_before_any_progress(tmp_path, command):
+    """The inventory's playbook is checked before the command says what it is about to do."""
+    inventory = tmp_path / "inventories" / "local"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "group_vars" / "all.yml").write_text("streambed_playbook: '{{ inventory_dir }}/../../site.yml'\n")
+    (inventory / "testbed.yml").write_text("max_slots: 2\n")
+    (inventory / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
+    line = error_line(streambed(*command, "--inventory", str(inventory), cwd=tmp_path))
+    assert "streambed_playbook" in line and "no such file" in line, line
 
 
 @pytest.mark.parametrize("argv", [["sim", "truth", "--profile", "q5", "--slots", "3", "--memory", "4096", "--json"],
@@ -556,10 +572,10 @@ def test_ledger_verify_reports_a_whole_ledger_and_refuses_a_damaged_one(tmp_path
     with sqlite3.connect(tmp_path / "m" / "ledger.sqlite") as conn:
         conn.execute("UPDATE steps SET data = '{' WHERE seq = 2")
     line = error_line(streambed("ledger", "verify", "--campaign-dir", "m", cwd=tmp_path))
-    assert "damaged ledger (step " in line and "readable: 1 step, " in line, line
+    assert "damaged at step 2 " in line and "readable: 1 step, " in line, line
     line = error_line(streambed(*KILL_CAMPAIGN[:2], "q1", "--rates", "1e4,2e4", "--window", "5", "--campaign-dir",
                                 "m", "--resume", cwd=tmp_path))
-    assert "damaged ledger (step " in line and "nothing is replayed" in line, line  # before any measurement
+    assert "damaged at step 2 " in line and "nothing is replayed" in line, line  # before any measurement
 
 
 # ---------------------------------------------------------------------- plan and version

@@ -202,10 +202,14 @@ def load_yaml(text: str, origin: str) -> object:
         loader.dispose()
 
 
+_YAML_INT = "tag:yaml.org,2002:int"
+
+
 def _check_nodes(root, origin: str) -> None:
     """Count ``root``'s nodes with aliases expanded (a shared node counts once per use) and its depth,
     refusing beyond the bounds as soon as the running count passes them; iterative and memoized, so
-    the count costs at most MAX_YAML_NODES steps plus one per alias."""
+    the count costs at most MAX_YAML_NODES steps plus one per alias. An integer of more than MAX_DIGITS
+    digits is refused here too: Python refuses to convert one of over 4,300."""
     import yaml
 
     size: dict[int, int] = {}  # expanded node count of each finished node
@@ -221,6 +225,8 @@ def _check_nodes(root, origin: str) -> None:
             children = [n for pair in node.value for n in pair]
         else:
             children = ()
+            if node.tag == _YAML_INT and len(node.value.lstrip("+-").replace("_", "")) > MAX_DIGITS:
+                raise UserError(f"{origin}: an integer of {len(node.value):,} characters; at most {MAX_DIGITS} digits")
         if done:
             on_path.discard(key)
             size[key] = 1 + sum(size[id(c)] for c in children)

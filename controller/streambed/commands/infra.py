@@ -50,7 +50,10 @@ def cmd_deploy(args, out: Output) -> None:
     from ..infra.services import SiteService
 
     done = []
-    for inventory in inventories_of(args.env, args.inventory):
+    inventories = inventories_of(args.env, args.inventory)
+    for inventory in inventories:
+        inventory.playbook  # checked before anything is said: a missing playbook is one line
+    for inventory in inventories:
         out.info(f"deploying every service of {inventory.path} (ansible/site.yml)")
         result = SiteService(inventory, None if args.quiet else out.info).deploy()
         out.info(f"deployed: {result.ok} ok, {result.changed} changed in {result.elapsed_s:.0f} s")

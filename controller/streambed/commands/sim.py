@@ -108,8 +108,10 @@ def _given_configuration(args, query):
     from ..campaigns.base import configuration_of
     from ..records import read_plan
 
-    if args.config:
+    if args.config is not None:
         return configuration_of(query, args.config), None
+    if args.plan is None:
+        raise UserError("give --config or --plan: the configuration whose MST to find")
     plan = read_plan(args.plan)
     if plan.query != query.name:
         raise UserError(f"--plan: {args.plan} plans {plan.query}, not the profile's query {query.name}")

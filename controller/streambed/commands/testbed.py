@@ -27,6 +27,7 @@ def cmd_stop(args, out: Output) -> None:
     path = args.inventory or default_inventory()
     provider = LocalProvider(path)
     inventory = provider.provision()
+    inventory.playbook  # checked before anything is said: a missing playbook is one line
     out.info(f"stopping Flink and Prometheus of {path}")
     provider.destroy(inventory)
     out.info("stopped")

@@ -74,8 +74,12 @@ class Inventory:
 
     @property
     def playbook(self) -> Path:
-        """The playbook that deploys (and stops) the testbed's services."""
-        return self.path_setting("streambed_playbook")
+        """The playbook that deploys (and stops) the testbed's services; one line when it is missing,
+        so that a command can check it before it says what it is about to do."""
+        playbook = self.path_setting("streambed_playbook")
+        if not playbook.is_file():
+            raise UserError(f"inventory {self.path}: streambed_playbook {playbook}: no such file")
+        return playbook
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ import numpy as np
 import yaml
 
 from ...errors import UserError
+from ...checks import shown
 from ...files import write_text
 from .profile import parse_profile
 
@@ -303,7 +304,12 @@ def write_profiles(out: Path, count: int, seed: int) -> list[Path]:
     profile loader before it is written. Returns the files in order."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out: {out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except RecursionError:  # pathlib creates parents recursively, one frame per missing directory
+        raise UserError(f"--out: {shown(str(out))[:80]}...: too many directories to create") from None
+    except OSError as e:
+        raise UserError(f"--out: {shown(str(out))}: cannot create ({e.strerror or e})") from None
     files = []
     for index in range(count):
         mapping = generate_profile(seed, index)
