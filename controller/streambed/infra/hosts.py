@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from ..errors import UserError
+from ..files import load_yaml, read_input_text
 from .ansible import ansible_tool, one_line
 from .provider import Inventory
 
@@ -217,9 +216,11 @@ def load_hosts(inventory: Inventory) -> dict[str, Host]:
 
 
 def _raw_all(path: Path) -> dict[str, Any]:
+    """``group_vars/all.yml`` as written, through the bounded reader (the inventory was already read
+    with it, so a file that fails here changed since: then no raw values)."""
     try:
-        data = yaml.safe_load((path / "group_vars" / "all.yml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
+        data = load_yaml(read_input_text(path / "group_vars" / "all.yml"), "group_vars/all.yml") or {}
+    except UserError:
         return {}
     return data if isinstance(data, dict) else {}
 
