@@ -74,6 +74,8 @@ SCRATCH_FILES = {
     "plan-negative-rate.json": _plan({}, rate=-5),
     "plan-zero-rate.json": _plan({}, rate=0),
     "plan-q1.json": _plan({}),
+    "plan-two-memories.json": json.dumps({**json.loads(_plan({})), "entries": [
+        json.loads(_plan({}))["entries"][0], {**json.loads(_plan({}))["entries"][0], "memory_mb": 2048}]}),
     "plan-5000-digit-slots.json": _plan({}).replace('"slots": 6', '"slots": ' + "9" * 5000),
     "op-newline.yaml": VALID_PROFILE.replace('name: "Calc#1"', 'name: "Calc\\n#1"').replace(
         'from: "Calc#1"', 'from: "Calc\\n#1"'),
@@ -246,6 +248,9 @@ BAD_INPUT = [
      ["--input", "../../../etc/passwd", "not a data set"]),
     ("report-out-fifo", ["report", "--campaign-dir", "a-dir", "--out", "a-fifo"],
      ["--out", "a-fifo", "not a regular file"]),
+    # a note on the budget chosen must not come before the refusal of another option
+    ("validate-bad-window-after-a-choice-of-budget",
+     ["validate", "--query", "q1", "--plan", "plan-two-memories.json", "--window", "0"], ["--window"]),
     ("truth-empty-config", ["sim", "truth", "--profile", "q1", "--memory", "1024", "--config", ""],
      ["no parallelism for operator"]),
     ("generate-out-too-deep", ["sim", "generate", "--count", "1", "--out", "a/" * 2000 + "x"],

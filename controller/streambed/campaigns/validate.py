@@ -98,11 +98,14 @@ class ValidateCampaign:
                 raise UserError("--production-slots:" + str(e)[len("--max-slots:"):]) from None
             raise
         info = self.testbed.info()
+        info.check_window(s.runs.window_s, "--window")
+        info.check_window(s.runs.duration_s, "--duration")
         self.query = self.testbed.query(s.campaign.query)
+        notes: list[str] = []  # said once every input is checked: a refusal stays one line
         self.plan: Plan | None = None
         self.replanned = False
         if s.plan:
-            self.plan, entry, self.replanned = _plan_entry(s, self.query, info, status)
+            self.plan, entry, self.replanned = _plan_entry(s, self.query, info, notes.append)
             mapping, max_parallelism, memory_mb = entry.configuration, entry.max_parallelism, entry.memory_mb
             self.rate = s.rate or self.plan.rate
         else:
@@ -122,9 +125,9 @@ class ValidateCampaign:
                        "--within-cluster for the plan of the highest rate it serves there")
         else:
             check_fits(info, self.budget, "--config", "give a configuration it holds")
-        info.check_window(s.runs.window_s, "--window")
-        info.check_window(s.runs.duration_s, "--duration")
         self.directory = s.campaign.directory_for(self.kind)
+        for note in notes:
+            status(note)
         self.title = f"validating {self.query.name}: {self.configuration.slots} slots x {memory_mb} MB"
         self.total = len(s.runs.multipliers)
 
