@@ -152,6 +152,7 @@ ALIAS_BOMB = ("name: bomb\ndescription: &a9 [&a8 [&a7 [&a6 [&a5 [&a4 [&a3 [&a2 [
     ("a: " + "[" * 5000 + "]" * 5000 + "\n", "nested"),
     ("a: " + "[" * 50_000 + "]" * 50_000 + "\n", "nested"),  # libyaml's C composer crashed the process here
     ("a: 1\na: 2\n", "duplicate key"),
+    ("a: b\x9a\n", "not valid YAML"),  # refused by the reader as the loader is built: was a traceback
     ("a: " + "9" * 5000 + "\n", "an integer of 5,000 characters"),  # Python refuses to convert it: a traceback
     ('{"a": ' + "9" * 5000 + "}", "an integer of 5,000 characters"),  # JSON read as YAML (sim check)
     ("a: [unclosed\n", "not valid YAML"),

@@ -182,8 +182,9 @@ def load_yaml(text: str, origin: str) -> object:
 
     if len(text) > MAX_YAML_BYTES:
         raise UserError(f"{origin}: {len(text):,} characters, more than the {MAX_YAML_BYTES:,} a YAML input may have")
-    loader = _yaml_loader()(text)
+    loader = None
     try:
+        loader = _yaml_loader()(text)  # its reader refuses unprintable characters already here
         node = loader.get_single_node()
         if node is None:
             return None
@@ -199,7 +200,8 @@ def load_yaml(text: str, origin: str) -> object:
         problem = " ".join(str(getattr(e, "problem", None) or e).split())
         raise UserError(f"{origin}:{where}: not valid YAML ({shown(problem)})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 _YAML_INT = "tag:yaml.org,2002:int"
