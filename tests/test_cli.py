@@ -253,6 +253,7 @@ BAD_INPUT = [
      ["validate", "--query", "q1", "--plan", "plan-two-memories.json", "--window", "0"], ["--window"]),
     ("truth-empty-config", ["sim", "truth", "--profile", "q1", "--memory", "1024", "--config", ""],
      ["no parallelism for operator"]),
+    ("generate-out-a-symlink", ["sim", "generate", "--count", "1", "--out", "loop"], ["--out", "symbolic link"]),
     ("generate-out-too-deep", ["sim", "generate", "--count", "1", "--out", "a/" * 2000 + "x"],
      ["--out", "too many directories"]),
     # an unknown query names --query, an unknown profile --profile

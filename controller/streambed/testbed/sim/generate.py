@@ -302,6 +302,8 @@ def profile_yaml(mapping: dict) -> str:
 def write_profiles(out: Path, count: int, seed: int) -> list[Path]:
     """Profiles 0..count-1 of ``seed`` written to ``out`` (created if missing), each validated by the
     profile loader before it is written. Returns the files in order."""
+    if out.is_symlink():  # the writer never follows a link out of the directory it was given
+        raise UserError(f"--out: {shown(str(out))} is a symbolic link; give the directory itself")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out: {out} exists and is not a directory")
     try:
