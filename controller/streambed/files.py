@@ -196,9 +196,9 @@ def load_yaml(text: str, origin: str) -> object:
         raise UserError(f"{origin}: YAML nested too deeply (more than {MAX_NESTING} levels)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        where = f": line {mark.line + 1}" if mark is not None else ""
         problem = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise UserError(f"{origin}:{where}: not valid YAML ({shown(problem)})") from None
+        raise UserError(f"{origin}{where}: not valid YAML ({shown(problem)})") from None
     finally:
         if loader is not None:
             loader.dispose()
