@@ -103,8 +103,14 @@ deploy: $(VENV)/.installed $(FLINK_JOB_JAR)
 destroy: $(VENV)/.installed
 	$(STREAMBED) infra destroy --env $(ENV)
 
+# make test: every test but those that stand up hosts, brokers or firewalls of their own (sshd, network
+# namespaces, loop devices, nftables, a Kafka stand-in), which make test-cluster runs; CI runs both.
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not cluster"
+
+.PHONY: test-cluster
+test-cluster: $(VENV)/.installed $(FLINK_JOB_JAR)
+	$(PY) -m pytest -q -m cluster
 
 # Debian packages the tests use besides what the roles install: chromium (the report page's browser
 # test), openssh-server (fabric and Ansible over a real SSH, tests/test_nodes.py) and
@@ -122,7 +128,7 @@ $(TEST_PACKAGES_STAMP): $(VENV)/.installed
 	touch $@
 .PHONY: test-packages chromium
 test-packages chromium: $(TEST_PACKAGES_STAMP)
-test: $(TEST_PACKAGES_STAMP)
+test test-cluster: $(TEST_PACKAGES_STAMP)
 
 # ENV=lab (docs/infrastructure.md): hosts as network namespaces on this machine, each with its own sshd
 # (openssh-server), a PID 1 that reaps orphans (tini) and an admin user with passwordless sudo (sudo).
@@ -133,7 +139,7 @@ $(LAB_PACKAGES_STAMP): $(VENV)/.installed
 	touch $@
 .PHONY: lab-packages
 lab-packages: $(LAB_PACKAGES_STAMP)
-test: $(LAB_PACKAGES_STAMP)
+test test-cluster: $(LAB_PACKAGES_STAMP)
 
 calibration: $(VENV)/.installed
 	$(STREAMBED) sim calibrate

@@ -63,3 +63,16 @@ def spark():
     s = session(SparkSettings(master="local[2]", shuffle_partitions=2))
     yield s
     s.stop()
+
+
+CLUSTER_TESTS = {"test_ansible_ssh.py", "test_ansible_kafka_disk.py", "test_exposure.py", "test_kafka_broker.py",
+                 "test_lab.py"}
+"""Tests that stand up hosts, brokers or firewalls of their own (sshd, network namespaces, loop devices,
+nftables, a Kafka stand-in): `make test-cluster`, CI's second step, so that `make test` stays within its
+30 minutes on 2 cores."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in CLUSTER_TESTS:
+            item.add_marker(pytest.mark.cluster)
