@@ -172,9 +172,10 @@ def test_terraform_state_variables_and_rendered_inventory_are_private(tmp_path):
         pytest.skip("terraform is not installed")
     example = tmp_path / "example"
     example.mkdir()
-    # A root module of built-ins only (no provider can be had offline): a resource, so a state is written.
+    # A root module of built-ins only (no provider can be had offline), with no backend block, as the examples
+    # (the local state under state_dir): a resource, so a state is written.
     (example / "main.tf").write_text(
-        'variable "password" {\n  type = string\n}\nterraform {\n  backend "local" {}\n}\n'
+        'variable "password" {\n  type = string\n}\n'
         'resource "terraform_data" "node" {\n  input = var.password\n}\n'
         'output "inventory_files" {\n  value = {"hosts.yml" = yamlencode({all = {hosts = {n = {grafana_admin_password = '
         'terraform_data.node.output}}}})}\n}\n')
