@@ -218,7 +218,7 @@ def test_bad_input_is_one_line_and_exit_status_2(campaigns, tmp_path, monkeypatc
         conn.execute("UPDATE steps SET data = '{not json' WHERE seq = (SELECT min(seq) FROM steps)")
     assert cli.main(["analytics", "--campaign-dir", str(broken), "--out", out]) == 2
     line = _one_error_line(capsys)
-    assert f"--campaign-dir {broken}" in line and "damaged ledger" in line
+    assert f"--campaign-dir {broken}" in line and "damaged at step " in line
     (broken / "ledger.sqlite").write_bytes(b"garbage" * 100)
     assert cli.main(["analytics", "--campaign-dir", str(broken), "--out", out]) == 2
     assert f"--campaign-dir {broken}" in _one_error_line(capsys)
