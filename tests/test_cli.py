@@ -251,6 +251,9 @@ BAD_INPUT = [
     # a note on the budget chosen must not come before the refusal of another option
     ("validate-bad-window-after-a-choice-of-budget",
      ["validate", "--query", "q1", "--plan", "plan-two-memories.json", "--window", "0"], ["--window"]),
+    ("validate-resume-nothing-after-a-choice-of-budget",
+     ["validate", "--query", "q1", "--plan", "plan-two-memories.json", "--resume", "--campaign-dir", "none"],
+     ["--resume"]),
     ("truth-empty-config", ["sim", "truth", "--profile", "q1", "--memory", "1024", "--config", ""],
      ["no parallelism for operator"]),
     ("generate-out-a-symlink", ["sim", "generate", "--count", "1", "--out", "loop"], ["--out", "symbolic link"]),

@@ -126,8 +126,7 @@ class ValidateCampaign:
         else:
             check_fits(info, self.budget, "--config", "give a configuration it holds")
         self.directory = s.campaign.directory_for(self.kind)
-        for note in notes:
-            status(note)
+        self.notes, self.status = notes, status  # said once the ledger is open (--resume is checked there)
         self.title = f"validating {self.query.name}: {self.configuration.slots} slots x {memory_mb} MB"
         self.total = len(s.runs.multipliers)
 
@@ -143,6 +142,8 @@ class ValidateCampaign:
             advance(f"{r.multiplier * 100:.0f} %: {r.verdict}")
 
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:
+            for note in self.notes:
+                self.status(note)
             report = validate(self.testbed, ledger, self.query.name, self.budget, self.configuration, self.rate,
                               self.settings.runs, on_run=on_run, phases=self.phases)
             data = report.to_dict()
