@@ -94,16 +94,18 @@ def test_deploy_and_destroy_take_the_production_inventory_beside_the_testbeds(ca
     clusters, make destroy stops both before the machines go."""
     from streambed.infra import terraform
 
-    testbed = tmp_path / "ec2"
-    for where in (testbed, tmp_path / "ec2-production"):
+    testbed = tmp_path / "inventories" / "ec2"
+    for where in (testbed, tmp_path / "inventories" / "ec2-production"):
         shutil.copytree(REPO / "inventories" / "local", where)
+    (tmp_path / "ansible").mkdir()
+    shutil.copy(REPO / "ansible" / "site.yml", tmp_path / "ansible" / "site.yml")  # runs are faked
     code, out, err = run(capsys, "infra", "deploy", "--env", "ec2", "--inventory", str(testbed), "--json", "--quiet")
     assert code == 0, err
-    assert [d["inventory"] for d in json.loads(out)["deployed"]] == [str(testbed), str(tmp_path / "ec2-production")]
+    assert [d["inventory"] for d in json.loads(out)["deployed"]] == [str(testbed), str(tmp_path / "inventories" / "ec2-production")]
     destroyed = []
     monkeypatch.setattr(terraform, "destroy", lambda *a, **k: destroyed.append(a[0]))
     code, out, err = run(capsys, "infra", "destroy", "--env", "ec2", "--inventory", str(testbed), "--json", "--quiet")
     assert code == 0, err
-    assert json.loads(out)["stopped"] == [str(testbed), str(tmp_path / "ec2-production")]
+    assert json.loads(out)["stopped"] == [str(testbed), str(tmp_path / "inventories" / "ec2-production")]
     assert destroyed == [Path("terraform/examples/ec2")]
     assert [set(v.values()) for v in playbook_runs] == [set(), set(), {"stopped"}, {"stopped"}]

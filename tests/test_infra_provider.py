@@ -46,6 +46,8 @@ def other(tmp_path) -> Path:
     (inv / "group_vars" / "all.yml").write_text(OTHER_GROUP_VARS)
     (inv / "testbed.yml").write_text(OTHER_TESTBED)
     (inv / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
+    (inv.parent / "deploy").mkdir()
+    (inv.parent / "deploy" / "site.yml").write_text("- hosts: all\n  tasks: []\n")  # exists; runs are faked
     return inv
 
 
@@ -242,6 +244,8 @@ def test_the_local_inventory_copied_elsewhere_points_at_its_own_tree(tmp_path):
     """The paths are relative to the inventory: a copy of the repository's layout is self-contained."""
     copy = tmp_path / "checkout" / "inventories" / "local"
     shutil.copytree(LOCAL, copy)
+    (tmp_path / "checkout" / "ansible").mkdir()
+    shutil.copy(REPO / "ansible" / "site.yml", tmp_path / "checkout" / "ansible" / "site.yml")
     inventory = LocalProvider(copy).provision()
     assert inventory.playbook == tmp_path / "checkout" / "ansible" / "site.yml"
     assert inventory.path_setting("streambed_state_dir") == tmp_path / "checkout" / ".streambed" / "local"

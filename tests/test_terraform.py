@@ -231,6 +231,8 @@ def cloudlab(tmp_path_factory, terraform_bin) -> dict:
     sizes = {"cloudlab_user": "jdoe", "testbed_taskmanagers": 2, "production_taskmanagers": 2,
              "replay_rate": 1.5e6, "replay_events": 1e9}
     inventory_dir, state = root / "inventories" / "cloudlab", root / "state"
+    (root / "ansible").mkdir()
+    (root / "ansible" / "site.yml").write_text((REPO / "ansible" / "site.yml").read_text())  # what the paths resolve to
 
     # 1. Terraform gives the profile's parameters; no inventory before the experiment exists.
     with pytest.raises(UserError, match="no inventory rendered yet.*start profile.py.*profile_bindings: {.*testbed_taskmanagers"):
