@@ -20,7 +20,7 @@ class Planted:
         return {"query": testbed.query(request.query)}
 
     def plan(self, evidence, request):
-        ops = {op.name: 1 for op in evidence["query"].operators}
+        ops = {op: 1 for op in evidence["query"].operators}
         return Sizing(self.name, request.query, request.rate, len(ops), 1024, ops, 0.0, 0,
                       steps=(Step(len(ops), 1024, ops, None),))
 
