@@ -11,8 +11,10 @@ directory is used and removed afterwards. It is never placed among the repositor
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,6 +79,20 @@ def _failure_message(res: dict[str, Any]) -> str:
     return one_line(msg)
 
 
+def host_address(inventory: Path, host: str) -> str | None:
+    """The address Ansible connects to for ``host`` (its ``ansible_host``), to name it in a message;
+    None when the inventory cannot say."""
+    try:
+        proc = subprocess.run([ansible_tool("ansible-inventory"), "-i", str(inventory), "--host", host],
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+        variables = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, ValueError, UserError):
+        return None
+    address = variables.get("ansible_host") if isinstance(variables, dict) else None
+    return str(address) if address else None
+
+
 def run_playbook(
     playbook: Path,
     inventory: Path,
@@ -105,6 +121,7 @@ def run_playbook(
         raise DeploymentError(f"inventory not found: {inventory}")
 
     failures: list[tuple[str, str]] = []  # (host, what failed), in order
+    unreachable: set[str] = set()
     messages: list[str] = []
 
     def handle(event: dict[str, Any]) -> bool:
@@ -124,6 +141,7 @@ def run_playbook(
         elif kind == "runner_on_unreachable":
             what = f"unreachable in task '{data.get('task', '?')}': {_failure_message(data.get('res') or {})}"
             failures.append((data.get("host", "?"), what))
+            unreachable.add(data.get("host", "?"))
         return True
 
     own_dir = private_dir is None
@@ -184,7 +202,10 @@ def run_playbook(
         host, what = failures[-1]
         others = sorted({h for h, _ in failures} - {host})
         more = f" (also failed on: {', '.join(others)})" if others else ""
-        raise DeploymentError(f"Deployment failed on {host}: {what}{more}")
+        # SSH's own message names the address only for some failures (not for a timeout, a refused key).
+        address = host_address(inventory, host) if host in unreachable else None
+        where = f"{host} ({address})" if address and address != host else host
+        raise DeploymentError(f"Deployment failed on {where}: {what}{more}")
     if not succeeded:
         raise DeploymentError(
             f"ansible-playbook {playbook.name} ended with status {runner.status} (rc={result.rc}): "

@@ -17,6 +17,9 @@ locals {
   software = merge(
     length(local.pyflink) == 0 ? {} : { flink_install = "pypi", flink_home = local.pyflink[0] },
     length(local.pyspark) == 0 ? {} : { spark_install = "pypi", spark_home = local.pyspark[0] },
+    # No Kafka distribution can be had here, and no Kafka-compatible broker that installs passes the
+    # conformance test (docs/data.md): the Kafka node gets its data disk and no broker.
+    { kafka_distribution = "none" },
   )
 }
 
