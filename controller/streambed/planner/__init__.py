@@ -12,7 +12,10 @@ from importlib import import_module
 from ..errors import UserError
 from .base import Planner, PlanningRequest, Sizing, Step
 
-PLANNERS: dict[str, str] = {}
+PLANNERS: dict[str, str] = {
+    "ds2": "ds2:Ds2Loop",  # DS2's scaling loop (Kalavri et al.)
+    "autoscaler": "ds2:Autoscaler",  # the Flink Kubernetes operator's autoscaler (DS2 + its defaults)
+}
 """Method name (the --methods option of ``streambed compare``) -> "module:Class": a module of this package,
 or a dotted module path anywhere (a method kept outside the package, a test double)."""
 
