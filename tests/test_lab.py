@@ -58,13 +58,13 @@ def _ssh(lab_dir: Path, address: str, command: str) -> subprocess.CompletedProce
                            f"admin@{address}", command], capture_output=True, text=True, timeout=60)
 
 
-def _leftovers(lab_dir: Path) -> list[str]:
-    """What of the lab is still on this machine."""
+def _leftovers(lab_dir: Path, name: str = NAME, bridge: str = BRIDGE) -> list[str]:
+    """What of the lab ``name`` (bridge ``bridge``, directory ``lab_dir``) is still on this machine."""
     left = [f"netns {line.split()[0]}" for line in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                                     text=True).stdout.splitlines()
-            if line.startswith(f"{NAME}-")]
-    if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0:
-        left.append(f"bridge {BRIDGE}")
+            if line.startswith(f"{name}-")]
+    if subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode == 0:
+        left.append(f"bridge {bridge}")
     left += [f"loop {line}" for line in subprocess.run(["losetup", "-a"], capture_output=True, text=True)
              .stdout.splitlines() if str(lab_dir) in line]
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -156,3 +156,67 @@ def test_node_commands_take_sudo_and_the_roles_roots_from_the_inventory():
     # This machine: no sudo, the older layout inside the state directory.
     local = Host("l", (), "local", "localhost", variables={"streambed_state_dir": "/s", "ansible_become": True})
     assert not local.become and local.flink_conf_dir() == "/s/conf/flink" and local.flink_log_dir() == "/s/log"
+
+
+def _shim(directory: Path, name: str, script: str) -> None:
+    directory.mkdir(exist_ok=True)
+    (directory / name).write_text("#!/bin/sh\n" + script + "\n")
+    (directory / name).chmod(0o755)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the lab's check runs as root (it creates a probe namespace)")
+@pytest.mark.parametrize("missing, shim, expected", [
+    # `ip netns add` refused (a container without CAP_SYS_ADMIN): the real ip for anything else.
+    ("network namespaces", ("ip", 'case "$1 $2" in "netns add") echo "mount --make-shared: denied" >&2; exit 1;; esac; '
+                                  'exec /usr/sbin/ip "$@"'),
+     "lab: cannot create a network namespace (ip netns add) on this machine"),
+    ("tini", ("tini", "exit 127"), None),
+])
+def test_a_machine_without_what_the_lab_needs_stops_provision_in_one_line(tmp_path, monkeypatch, missing, shim,
+                                                                            expected):
+    """Before any host is made: one line saying what is missing, and nothing created."""
+    shims = tmp_path / "bin"
+    name, script = shim
+    _shim(shims, name, script)
+    path = f"{shims}{os.pathsep}{os.environ['PATH']}"
+    if missing == "tini":
+        # A PATH on which every tool is found but tini (and /usr/sbin has none either).
+        if Path("/usr/sbin/tini").exists():
+            pytest.skip("/usr/sbin/tini exists: the check finds it there")
+        (shims / "tini").unlink()
+        for tool in ("ip", "nsenter", "unshare", "losetup", "flock", "ssh", "ssh-keygen", "sudo", "sh", "id", "env",
+                     "mkdir", "chmod", "cat", "rm", "true", "dirname", "sha256sum"):
+            found = shutil.which(tool)
+            if found:
+                (shims / tool).symlink_to(found)
+        (shims / "terraform").symlink_to(tfw.terraform_binary())
+        path = str(shims)
+        expected = "lab: tini is missing: make lab-packages installs openssh-server, sudo and tini"
+    monkeypatch.setenv("PATH", path)
+    lab_dir = Path(f"/var/tmp/streambed-test-nolab-{os.getpid()}")
+    variables = {"name": "sbn", "subnet": "10.213.6.0/24", "bridge": "sb-labn", "lab_dir": str(lab_dir)}
+    with pytest.raises(UserError) as refused:
+        tfw.provision(EXAMPLE, tmp_path / "inv", variables, state_dir=tmp_path / "state")
+    line = str(refused.value)
+    assert "\n" not in line and line.endswith(expected), line
+    assert not lab_dir.exists() and not (tmp_path / "inv").exists()
+    assert subprocess.run(["ip", "link", "show", "sb-labn"], capture_output=True).returncode != 0
+    assert not [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if n.startswith("sbn-")]
+
+
+def test_end_offsets_on_a_kafka_node_without_a_broker_is_one_line_and_connects_nowhere():
+    from streambed.infra.hosts import Host, NodeError
+    from streambed.infra.nodes import kafka_end_offsets
+    from streambed.infra.provider import Inventory
+
+    class NoConnection:
+        def run(self, *args, **kwargs):
+            raise AssertionError("no broker: nothing to connect to")
+
+    node = Host("lab-kafka-01", ("kafka",), "ssh", "10.213.0.12", variables={"kafka_distribution": "none"})
+    inventory = Inventory(Path("inventories/lab"), {}, {})
+    with pytest.raises(NodeError, match=r"^host lab-kafka-01 .*10\.213\.0\.12.*: no Kafka broker runs there "
+                                        r"\(kafka_distribution=none in the inventory\): topic bids has no end "
+                                        r"offsets to read$"):
+        kafka_end_offsets(inventory, "bids", transport=NoConnection(), hosts={node.name: node})

@@ -337,6 +337,9 @@ def kafka_end_offsets(inventory: Inventory, topic: str, host: str | None = None,
         if not candidates:
             raise NodeError(f"inventory {inventory.path}: no host in the {KAFKA_GROUP} group")
         target = candidates[0]
+    if str(target.setting("kafka_distribution", "apache")) == "none":
+        raise NodeError(f"host {target.label}: no Kafka broker runs there (kafka_distribution=none in the "
+                        f"inventory): topic {topic} has no end offsets to read")
     servers = bootstrap or target.setting("kafka_bootstrap_servers")
     if not servers:  # the kafka role's listener: kafka_host (default: ansible_host) and kafka_port
         servers = f"{target.setting('kafka_host', target.address)}:{target.setting('kafka_port', DEFAULT_KAFKA_PORT)}"

@@ -19,7 +19,8 @@ locals {
     length(local.pyspark) == 0 ? {} : { spark_install = "pypi", spark_home = local.pyspark[0] },
     # No Kafka distribution can be had here, and no Kafka-compatible broker that installs passes the
     # conformance test (docs/data.md): the Kafka node gets its data disk and no broker.
-    { kafka_distribution = "none" },
+    # Nor can Grafana: its configuration and both datasources are rendered, no server runs.
+    { kafka_distribution = "none", grafana_distribution = "none" },
   )
 }
 
