@@ -1,6 +1,8 @@
 """The kafka role's data disk (roles/kafka/tasks/disk.yml) on a real loop device: a blank disk is
 formatted and mounted, a second run changes nothing, a run interrupted after mkfs is completed without
-a second mkfs, a disk holding another file system is refused in one line and left as it was.
+a second mkfs, a disk holding another file system is refused in one line and left as it was. The whole
+role with kafka_distribution=none (the lab) prepares the disk and log.dirs, installs and starts nothing,
+and says so in one marked message.
 Needs root and a free loop device; skips with the reason otherwise."""
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ def disk(tmp_path):
         _run("losetup", "--detach", device, check=False)
 
 
-def _apply(tmp_path: Path, device: str, **extra) -> tuple[int, str]:
-    """disk.yml through the role (its dependency, the streambed role, first); returns rc and the output."""
+def _apply(tmp_path: Path, device: str, tasks_from: str = "disk", **extra) -> tuple[int, str]:
+    """disk.yml (or the role's ``tasks_from``) through the role (its dependency, the streambed role,
+    first); returns rc and the output."""
     state = tmp_path / "state"
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"name": "The kafka role's data disk", "ansible.builtin.include_role": {"name": "kafka", "tasks_from": "disk"}}]}]
+        {"name": "The kafka role", "ansible.builtin.include_role": {"name": "kafka", "tasks_from": tasks_from}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ANSIBLE_DIR / 'roles'}\n")
     variables = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -120,3 +123,18 @@ def test_a_disk_with_another_file_system_is_refused_and_kept(disk, tmp_path):
     assert [name for name, _ in fatal] == ["Refuse a data disk that holds another file system"], report[-2000:]
     assert f"kafka_data_device {device} holds a ext2 file system" in fatal[0][1]
     assert _fs(device) == "ext2" and _mounted(mount) == ""
+
+
+def test_without_a_kafka_distribution_the_role_prepares_the_disk_and_starts_no_broker(disk, tmp_path):
+    device, mount = disk
+    rc, report = _apply(tmp_path, device, tasks_from="main", kafka_distribution="none")
+    assert rc == 0, report[-3000:]
+    assert _fs(device) == "ext4" and _mounted(mount) == device
+    assert (mount / "kafka-logs").is_dir()  # log.dirs on the data disk, as a broker would find them
+    assert "STAND-IN (kafka_distribution=none): no Kafka broker runs on localhost" in report
+    assert not (tmp_path / "opt" / "kafka-releases").exists(), "nothing downloaded"
+    assert not (tmp_path / "etc" / "kafka").exists(), "no server.properties: no broker configured"
+    rc, again = _apply(tmp_path, device, tasks_from="main", kafka_distribution="none")
+    assert rc == 0 and _changed_tasks(again) == [], _changed_tasks(again)
+    rc, wrong = _apply(tmp_path, device, tasks_from="main", kafka_distribution="tansu")
+    assert rc != 0 and "kafka_distribution" in wrong
