@@ -55,3 +55,10 @@ class TestbedUnreachable(TestbedError):
 
 class QueryRejected(UserError):
     """The engine refused the query (e.g. invalid SQL); carries the engine's own message."""
+
+
+class MachineTooBusy(TestbedUnreachable):
+    """Every window the testbed observed was taken while the host was short of CPU: measuring again
+    at once would only wait for the same load, so the estimate stops (as for an unreachable engine)."""
+
+    __test__ = False

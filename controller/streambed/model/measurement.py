@@ -76,6 +76,46 @@ class OperatorMetrics:
 
 
 @dataclass(frozen=True)
+class CpuContention:
+    """How short of CPU the testbed was during a window: what its CPU groups (one per TaskManager,
+    each held to a quota) wanted and did not get, and the host's CPU pressure.
+
+    A slot's quota is a ceiling; on a shared host the slots can also get less than it, and then the
+    window measures the host's load, not the job (docs/flink-testbed.md, "Measurements that know
+    they were disturbed")."""
+
+    seconds: float
+    """Length of the window the reading covers."""
+    shortfall: float
+    """Cores the groups waited for and did not get, summed over the groups (each at most its quota
+    less what it used)."""
+    quota: float
+    """Cores the groups may use, summed (their quotas)."""
+    groups: int
+    """Groups read."""
+    pressure: float | None = None
+    """Share of the window in which some task of the host waited for a CPU (``/proc/pressure/cpu``
+    "some"); None where the kernel does not report it."""
+    throttled: float = 0.0
+    """Mean over the groups of the share of their CFS periods in which they used up their quota."""
+
+    @property
+    def shortfall_share(self) -> float:
+        """The groups' shortfall as a share of their quota (0 without groups)."""
+        return self.shortfall / self.quota if self.quota > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"seconds": self.seconds, "shortfall": self.shortfall, "quota": self.quota, "groups": self.groups,
+                "pressure": self.pressure, "throttled": self.throttled}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "CpuContention":
+        return cls(seconds=float(d["seconds"]), shortfall=float(d["shortfall"]), quota=float(d["quota"]),
+                   groups=int(d["groups"]), pressure=None if d.get("pressure") is None else float(d["pressure"]),
+                   throttled=float(d.get("throttled", 0.0)))
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One observation window (paper section IV): what the source achieved against its target,
     how pending records evolved, and per-operator busyness and rates."""
@@ -94,6 +134,11 @@ class Measurement:
     source_saturated: bool = False
     """True when the source's own capacity, not the job, limited emission: such a window says
     nothing about the job's capacity and must never be read as one."""
+    cpu: CpuContention | None = None
+    """How short of CPU the testbed was during the window; None where the testbed does not read it."""
+    discarded: tuple["Measurement", ...] = ()
+    """Windows observed before this one in its place and discarded, the host being short of CPU
+    (each with its ``cpu`` reading): the testbed observed again instead."""
 
     @property
     def ratio(self) -> float:
@@ -139,7 +184,8 @@ class Measurement:
             achieved_cv=max(self.achieved_cv, later.achieved_cv),
             # as long as both (a resumed campaign measures ``later`` on another job and clock)
             start=self.start, end=self.start + a + b,
-            operators=tuple(ops), source_saturated=self.source_saturated or later.source_saturated)
+            operators=tuple(ops), source_saturated=self.source_saturated or later.source_saturated,
+            cpu=_worse(self.cpu, later.cpu), discarded=self.discarded + later.discarded)
 
     def operator(self, name: str) -> OperatorMetrics:
         for m in self.operators:
@@ -148,7 +194,7 @@ class Measurement:
         raise KeyError(name)
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "target_rate": self.target_rate,
             "achieved_rate": self.achieved_rate,
             "ratio": self.ratio,
@@ -161,6 +207,12 @@ class Measurement:
             "source_saturated": self.source_saturated,
             "operators": [m.to_dict() for m in self.operators],
         }
+        # only when present: a window without them is recorded exactly as before (ledger checksums)
+        if self.cpu is not None:
+            d["cpu"] = self.cpu.to_dict()
+        if self.discarded:
+            d["discarded"] = [m.to_dict() for m in self.discarded]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Measurement":
@@ -175,7 +227,16 @@ class Measurement:
             end=float(d["end"]),
             source_saturated=bool(d.get("source_saturated", False)),
             operators=tuple(OperatorMetrics.from_dict(m) for m in d.get("operators", ())),
+            cpu=CpuContention.from_dict(d["cpu"]) if d.get("cpu") is not None else None,
+            discarded=tuple(Measurement.from_dict(m) for m in d.get("discarded", ())),
         )
+
+
+def _worse(a: CpuContention | None, b: CpuContention | None) -> CpuContention | None:
+    """Of two windows' CPU readings, the one whose groups were shorter of CPU."""
+    if a is None or b is None:
+        return a or b
+    return a if a.shortfall_share >= b.shortfall_share else b
 
 
 QUEUED_BUSY = 0.9

@@ -35,6 +35,7 @@ from ..errors import (JobFailed, JobRestarted, MetricsMissing, QueryRejected, Ta
 from ..metrics.prometheus import JobVertices, PrometheusReader, window_measurement
 from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo, state_span
 from .base import Run
+from .pressure import CpuReader, DisturbanceSettings, contention, undisturbed
 
 QUERY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 """A query name on the Flink testbed: the stem of a .sql file in the queries directory, nothing more."""
@@ -154,6 +155,8 @@ class FlinkSettings:
     timeout_s: float = 30.0
     start_timeout_s: float = 90.0
     metrics_wait_s: float = JOB_METRICS_WAIT_S
+    disturbance: DisturbanceSettings = DisturbanceSettings()
+    """When a window was taken while the host was short of CPU, and how often to observe again."""
 
 
 class FlinkTestbed:
@@ -162,8 +165,10 @@ class FlinkTestbed:
     name = "flink"
 
     def __init__(self, settings: FlinkSettings, deploy: Callable[[Budget], None] | None = None,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, cpu: CpuReader | None = None):
         self.settings = settings
+        self.cpu = cpu or CpuReader(settings.state_dir / settings.disturbance.groups_file, settings.disturbance.proc)
+        """Reads the TaskManagers' CPU groups and the host's CPU pressure at both ends of a window."""
         self.deploy = deploy
         self.log = log or (lambda message: None)
         self._session = requests.Session()
@@ -282,11 +287,20 @@ class FlinkTestbed:
             self._check_running(run)
 
     def observe(self, run: Run, seconds: float) -> Measurement:
+        """One window; a window taken while the host was short of CPU is discarded and observed again
+        (``DisturbanceSettings.repeats`` times), the discarded ones kept in the measurement."""
+        return undisturbed(lambda: self._observe_window(run, seconds), self.settings.disturbance,
+                           lambda why: self.log(f"{run.id}: window discarded, the host was short of CPU ({why}); "
+                                                f"observing again"))
+
+    def _observe_window(self, run: Run, seconds: float) -> Measurement:
         try:
             restarts = self._restarts(run)
+            before = self.cpu.read()
             t0 = time.time()
             self.wait(run, seconds)
             t1 = time.time()
+            after = self.cpu.read()
             time.sleep(1.0)  # the scrape that began before t1 is stored (raw samples carry their scrape time)
             self._check_running(run)
             if self._restarts(run) != restarts:
@@ -295,6 +309,8 @@ class FlinkTestbed:
             state = self._state(run)
             m = window_measurement(self.prometheus.window(run.id, t0, t1), vertices, job=run.id, t0=t0, t1=t1,
                                    target_rate=state["rate"], sample_period=self.settings.sample_period)
+            if before is not None and after is not None:
+                m = replace(m, cpu=contention(before, after))
             # A replay asked for more than its bound offered the bound: the source, not the job, capped it.
             return replace(m, source_saturated=True) if state["asked"] > state["rate"] else m
         except (JobRestarted, MetricsMissing) as e:
