@@ -8,10 +8,13 @@ value came from in front (an option, a file and line, a field path) and raises i
 
 from __future__ import annotations
 
+import argparse
 import math
 import numbers
 import re
 from typing import Any
+
+from .errors import UserError
 
 
 class Invalid(ValueError):
@@ -132,3 +135,30 @@ def shown(text: Any) -> str:
     if not _CONTROL.search(s):
         return s
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], s)
+
+
+# -- command lines ---------------------------------------------------------------------------------------------------
+# Here rather than in commands/ so that the Spark jobs (spark/streambed_spark), run by spark-submit
+# without the CLI, refuse bad options the same way.
+
+class DefaultsHelp(argparse.HelpFormatter):
+    """--help shows each option's default, taken from the settings the option fills (campaigns/settings.py)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        d = action.default
+        shown = not (d is None or d is False or d == () or d == [] or d == argparse.SUPPRESS)
+        if shown and "%(default)" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (UserError) instead of usage and exit status 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelp)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # argparse prints usage + message; we print one line
+        raise UserError(message)

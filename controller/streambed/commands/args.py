@@ -6,6 +6,7 @@ import argparse
 import re
 
 from .. import checks
+from ..checks import DefaultsHelp, Parser  # noqa: F401  (the commands' parser, shared with the Spark jobs)
 from ..errors import UserError
 from ..model import MAX_PLAN_SLOTS
 
@@ -211,26 +212,3 @@ def operator_pairs(text: str) -> dict[str, int]:
             raise argparse.ArgumentTypeError(f"parallelism of {op:.60} must be an integer from 1 to {MAX_PLAN_SLOTS:,}, "
                                              f"got {p!r:.60}") from None
     return mapping
-
-
-class DefaultsHelp(argparse.HelpFormatter):
-    """--help shows each option's default, taken from the settings the option fills (campaigns/settings.py)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        d = action.default
-        shown = not (d is None or d is False or d == () or d == [] or d == argparse.SUPPRESS)
-        if shown and "%(default)" not in text and action.option_strings:
-            text += " (default: %(default)s)"
-        return text
-
-
-class Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", DefaultsHelp)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # argparse prints usage + message; we print one line
-        raise UserError(message)
-
-

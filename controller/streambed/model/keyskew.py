@@ -178,3 +178,36 @@ def estimate(runs: Iterable[tuple[Sequence[float], int, float]]) -> KeySkew | No
 def run_max_parallelism(parallelism: int, fixed: int | None) -> int:
     """The key groups an operator ran with: the job's max parallelism, else Flink's default for it."""
     return keygroups.max_parallelism(parallelism, fixed)
+
+
+@dataclass(frozen=True)
+class SkewChoice:
+    """The key skew a plan uses for one keyed operator, where it comes from, and both candidates."""
+
+    skew: KeySkew
+    source: str
+    """"data" (key statistics of the data set at rest, model/keystats.py) or "tasks" (inferred from the
+    measured runs' per-task input records)."""
+    inferred: KeySkew | None
+    data: KeySkew | None
+    busiest_inferred: float | None
+    """The busiest task's share each candidate gives at the parallelism compared (None: no candidate)."""
+    busiest_data: float | None
+
+
+def more_pessimistic(inferred: KeySkew | None, data: KeySkew | None, parallelism: int,
+                     max_parallelism: int | None = None) -> SkewChoice | None:
+    """The candidate whose busiest of ``parallelism`` tasks carries the larger share (the data's on a tie:
+    it is counted, not inferred), over ``max_parallelism`` key groups (Flink's default when None). Compare
+    at the widest the operator may run (a budget's slots): the hot-key floor dominates there. None when
+    neither exists."""
+    m = keygroups.max_parallelism(parallelism, max_parallelism)
+    share = {name: (s.busiest_share(parallelism, m) if s is not None else None)
+             for name, s in (("tasks", inferred), ("data", data))}
+    if inferred is None and data is None:
+        return None
+    if data is None or (inferred is not None and share["tasks"] > share["data"]):
+        source, skew = "tasks", inferred
+    else:
+        source, skew = "data", data
+    return SkewChoice(skew, source, inferred, data, share["tasks"], share["data"])
