@@ -181,3 +181,17 @@ def test_bad_options_are_one_line_naming_them(options, word):
     with pytest.raises(UserError) as e:
         Ds2Loop().explore(toy(), PlanningRequest("toy", 3000.0, options=options))
     assert word in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_loop_that_does_not_converge_on_the_sim_is_json_ready():
+    """On the sim the numbers are numpy's: the evidence must still be plain JSON (the ledger stores it)."""
+    import json
+
+    from streambed.testbed.base import TestbedRequest
+    from streambed.testbed.sim.testbed import create
+
+    loop = Ds2Loop()
+    req = PlanningRequest("q5", 5e5, memories=(1024,), options={"max_steps": 2, "warmup_s": 20, "window_s": 30})
+    ev = loop.explore(create(TestbedRequest(query="q5", max_slots=200)), req)
+    assert not ev.converged and ev.stop_reason
+    assert json.loads(json.dumps(loop.plan(ev, req).to_dict()))["detail"]["converged"] is False

@@ -307,7 +307,7 @@ class Ds2Loop:
                 m = self._run(testbed, query, config, evidence.memory_mb, request.rate, o, evidence, "step")
             metrics = operator_metrics(query, evidence.memory_mb, m, o.busy)
             evidence.runs[-1]["metrics"] = metrics.to_dict()
-            keeps_up = self.keeps_up(m, o)
+            keeps_up = bool(self.keeps_up(m, o))  # a numpy bool from a testbed's numbers is not JSON
             evidence.final = config.as_dict()
             if previous is not None:
                 self._detect_ineffective(previous, config, metrics, o, evidence)
