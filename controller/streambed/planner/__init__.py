@@ -15,6 +15,8 @@ from .base import Planner, PlanningRequest, Sizing, Step
 PLANNERS: dict[str, str] = {
     "ds2": "ds2:Ds2Loop",  # DS2's scaling loop (Kalavri et al.)
     "autoscaler": "ds2:Autoscaler",  # the Flink Kubernetes operator's autoscaler (DS2 + its defaults)
+    "imai": "imai:Imai",  # Imai et al.'s MST models 1 and 2, chosen by validation points
+    "rafiki": "rafiki:Rafiki",  # Rafiki's back-pressure profiling and capacity table
 }
 """Method name (the --methods option of ``streambed compare``) -> "module:Class": a module of this package,
 or a dotted module path anywhere (a method kept outside the package, a test double)."""
