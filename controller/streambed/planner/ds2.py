@@ -178,10 +178,7 @@ def loop_options(given: Mapping[str, Any], defaults: LoopOptions, method: str) -
             values[key] = _option(key, value)
         except checks.Invalid as e:
             raise UserError(f"options: {method} option {key}: {e}") from None
-    options = replace(defaults, **values)
-    if options.boundary is not None and options.boundary >= options.utilization + 1.0:
-        raise UserError(f"options: {method} option boundary: expected less than 1 + utilization, got {options.boundary}")
-    return options
+    return replace(defaults, **values)
 
 
 # -- the loop ------------------------------------------------------------------------------------
