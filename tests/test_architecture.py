@@ -29,7 +29,7 @@ LAYERS = {
     "reports": ("streambed.report",),
     "metrics": ("streambed.metrics",),
     "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper", "streambed.files",
-               "streambed.dataset"),
+               "streambed.dataset", "streambed.extras"),
     "ledger": ("streambed.ledger",),
 }
 

@@ -15,6 +15,7 @@ from .checks import shown
 from .commands import analytics, compare, data, estimate, explore, infra, ledger, measure, nodes, records, report, sim, testbed, validate
 from .commands.args import Parser
 from .errors import StreamBedError
+from .extras import missing_extra
 from .report.console import Output
 
 EXIT_USER_ERROR = 2
@@ -44,9 +45,18 @@ def _file_error(e: OSError | UnicodeDecodeError) -> str:
     return f"{e.filename}: {what}" if e.filename is not None else what
 
 
+def _feature(args) -> str:
+    """'streambed <command> [<subcommand>]' of the parsed arguments."""
+    if args is None:
+        return "streambed"
+    sub = getattr(args, f"{args.command}_command", None)
+    return " ".join(["streambed", args.command] + ([sub] if sub else []))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     json_mode = "--json" in (argv if argv is not None else sys.argv[1:])
     out = Output(json_mode=json_mode)
+    args = None
     try:
         args = build_parser().parse_args(argv)
         out = Output(json_mode=getattr(args, "json", False), quiet=getattr(args, "quiet", False))
@@ -54,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except StreamBedError as e:
         out.err.print(f"streambed: error: {shown(e)}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_USER_ERROR
+    except ModuleNotFoundError as e:
+        # An optional part (an extra of pyproject.toml) not installed: say which, in one line.
+        missing = missing_extra(_feature(args), e)
+        if missing is None:
+            raise
+        out.err.print(f"streambed: error: {shown(missing)}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_USER_ERROR
     except (OSError, UnicodeDecodeError) as e:
         # Last safety net: the commands name the option of every file they know to check; a file-system

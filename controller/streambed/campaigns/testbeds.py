@@ -11,6 +11,7 @@ import importlib
 from typing import Callable, Mapping
 
 from ..errors import UserError
+from ..extras import missing_extra
 from ..testbed.base import Testbed, TestbedFactory, TestbedRequest
 
 TESTBEDS: Mapping[str, str] = {
@@ -50,5 +51,6 @@ def _import(name: str, module: str):
 
 
 def _missing(name: str, e: ModuleNotFoundError) -> UserError:
-    return UserError(f"--testbed {name}: the {name} testbed needs the module {e.name or 'it imports'}, which is not "
-                     f"installed; run make install")
+    return missing_extra(f"--testbed {name}", e) or UserError(
+        f"--testbed {name}: the {name} testbed needs the module {e.name or 'it imports'}, which is not "
+        f"installed; run make install")

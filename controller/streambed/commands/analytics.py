@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
+from ..extras import missing_extra
 from ..report.console import Output
 from .common import output_options
 
@@ -30,8 +31,8 @@ def cmd_analytics(args, out: Output) -> None:
         from streambed_spark import analytics
         from streambed_spark.session import session
     except ModuleNotFoundError as e:
-        raise UserError(f"streambed analytics: needs the module {e.name}, which is not installed; run make install") \
-            from None
+        raise missing_extra("streambed analytics", e) or UserError(
+            f"streambed analytics: needs the module {e.name}, which is not installed; run make install") from None
 
     dirs = list(args.campaign_dir)
     if not dirs:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import dataset as ds
 from ..errors import UserError
+from ..extras import missing_extra
 from ..estimator import DEFAULT_TIMING, TIMINGS, Timing
 from ..report.console import Output
 from .args import Parser, count, rate, seed
@@ -132,8 +133,8 @@ def _spark(args, out: Output):
     try:
         from streambed_spark.session import SparkSettings, session
     except ModuleNotFoundError as e:
-        raise UserError(f"streambed data: needs the module {e.name}, which is not installed; run make install") \
-            from None
+        raise missing_extra(f"streambed data {args.data_command}", e) or UserError(
+            f"streambed data: needs the module {e.name}, which is not installed; run make install") from None
     out.status("starting Spark")
     return session(SparkSettings(master=args.master) if args.master else SparkSettings())
 

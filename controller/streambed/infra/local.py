@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ..errors import UserError
+from ..extras import missing_extra
 from ..testbed.base import TestbedRequest
 from ..testbed.flink import FlinkTestbed
 from .provider import Inventory
@@ -64,8 +65,9 @@ def create_testbed(request: TestbedRequest, log: Callable[[str], None] | None = 
                                max_source_rate=min(settings.max_source_rate, request.replay.max_rate))
         testbed = flink_testbed(inventory, log, settings)
     except ModuleNotFoundError as e:
-        raise UserError(f"--testbed flink: the Flink testbed needs PyFlink (the apache-flink package), but "
-                        f"module {e.name or 'pyflink'} is not installed; run make install") from None
+        raise missing_extra("--testbed flink", e) or UserError(
+            f"--testbed flink: the Flink testbed needs PyFlink (the apache-flink package), but "
+            f"module {e.name or 'pyflink'} is not installed; run make install") from None
     testbed.query(request.query)  # checks the query file and its graph before any campaign starts
     if request.replay is not None:
         check_fits(request.replay.dataset, request.query, testbed.sql(request.query))
