@@ -80,12 +80,24 @@ def test_a_starved_group_falls_short_by_what_its_quota_left_unused():
     assert g.shortfall == pytest.approx(0.10)  # bounded by 0.12 - 0.02
 
 
-def test_an_idle_group_that_hardly_waited_has_little_shortfall():
-    a = _group("tm-1", 0, 0, 0.0, {7: (0.0, 0.0), 8: (1.0, 1.0)})
-    b = _group("tm-1", 50, 0, 0.0, {7: (0.05, 0.01), 8: (1.01, 1.0), 9: (5.0, 5.0)})  # 9 started in the window
-    g = group_contention(a, b, 10.0)
-    assert g.usage == pytest.approx(0.006)
-    assert g.shortfall == pytest.approx(0.001)
+def test_many_threads_that_each_waited_a_little_are_not_a_shortfall():
+    # an idle TaskManager on a loaded host: 40 housekeeping threads, each waited 0.02 s/s for its wake-ups
+    a = _group("tm-1", 0, 0, 0.0, {t: (0.0, 0.0) for t in range(40)})
+    b = _group("tm-1", 100, 10, 0.05, {t: (0.003, 0.2) for t in range(40)} | {99: (5.0, 5.0)})  # 99 started late
+    g = group_contention(a, b, 10.0, min_wait=0.05)
+    assert g.usage == pytest.approx(0.012)  # 40 x 0.003 s over 10 s
+    assert g.waited == pytest.approx(0.015)  # the most delayed thread, beyond the 0.05 s throttled
+    assert g.shortfall == 0.0  # below min_wait: not held back
+    assert group_contention(a, b, 10.0, min_wait=0.0).shortfall == pytest.approx(0.015)
+
+
+def test_the_most_delayed_thread_not_the_sum_is_the_groups_wait():
+    a = _group("tm-1", 0, 0, 0.0, {1: (0.0, 0.0), 2: (0.0, 0.0), 3: (0.0, 0.0)})
+    b = _group("tm-1", 500, 50, 0.5, {1: (0.3, 6.5), 2: (0.1, 1.0), 3: (0.1, 1.0)})
+    g = group_contention(a, b, 10.0, min_wait=0.05)
+    assert g.waited == pytest.approx(0.6)  # thread 1: 6.5 - 0.5 throttled
+    assert g.usage == pytest.approx(0.05)
+    assert g.shortfall == pytest.approx(0.07)  # bounded by what the 0.12-core quota left unused
 
 
 def test_v2_usage_comes_from_cpu_stat_not_from_the_threads():

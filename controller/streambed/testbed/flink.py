@@ -310,7 +310,7 @@ class FlinkTestbed:
             m = window_measurement(self.prometheus.window(run.id, t0, t1), vertices, job=run.id, t0=t0, t1=t1,
                                    target_rate=state["rate"], sample_period=self.settings.sample_period)
             if before is not None and after is not None:
-                m = replace(m, cpu=contention(before, after))
+                m = replace(m, cpu=contention(before, after, self.settings.disturbance.min_wait))
             # A replay asked for more than its bound offered the bound: the source, not the job, capped it.
             return replace(m, source_saturated=True) if state["asked"] > state["rate"] else m
         except (JobRestarted, MetricsMissing) as e:
