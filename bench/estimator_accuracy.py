@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from streambed.estimator import CapacityEstimator, Timing
+from streambed.planner.estimator import CapacityEstimator, Timing
 from streambed.ledger import Ledger
 from streambed.model import Budget
 from streambed.testbed.sim.profile import load_profile

@@ -18,8 +18,7 @@ PACKAGE = REPO / "controller" / "streambed"
 
 LAYERS = {
     # layer: module name prefixes (a prefix matches the module and its submodules)
-    "algorithms": ("streambed.estimator", "streambed.optimizer", "streambed.explorer", "streambed.surrogates",
-                   "streambed.validation", "streambed.policies"),
+    "algorithms": ("streambed.planner",),
     "protocol": ("streambed.testbed.base",),
     "engines": ("streambed.testbed",),
     "infra": ("streambed.infra",),
@@ -28,7 +27,7 @@ LAYERS = {
     "records": ("streambed.records",),
     "reports": ("streambed.report",),
     "metrics": ("streambed.metrics",),
-    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.paper", "streambed.files",
+    "domain": ("streambed.model", "streambed.errors", "streambed.checks", "streambed.files",
                "streambed.dataset", "streambed.extras"),
     "ledger": ("streambed.ledger",),
 }
@@ -121,15 +120,15 @@ def test_no_layer_imports_what_it_must_not():
 
 
 @pytest.mark.parametrize("module, source", [
-    ("streambed.optimizer", "from .testbed.sim.testbed import SimTestbed"),
-    ("streambed.explorer", "def f():\n    from .infra.local import create_testbed"),
-    ("streambed.testbed.flink", "from ..estimator import CapacityEstimator"),
+    ("streambed.planner.optimizer", "from ..testbed.sim.testbed import SimTestbed"),
+    ("streambed.planner.explorer", "def f():\n    from ..infra.local import create_testbed"),
+    ("streambed.testbed.flink", "from ..planner.estimator import CapacityEstimator"),
     ("streambed.testbed.sim.engine", "import streambed.infra.ansible"),
-    ("streambed.records", "from .explorer import ExplorerSettings"),
-    ("streambed.report.tables", "from ..policies.bids2 import bids2"),
-    ("streambed.policies.bids2", "from ..campaigns import chain"),
-    ("streambed.model.plan", "from ..surrogates import fit"),
-    ("streambed.estimator", "from .commands import args"),
+    ("streambed.records", "from .planner.explorer import ExplorerSettings"),
+    ("streambed.report.tables", "from ..planner.policies.bids2 import bids2"),
+    ("streambed.planner.policies.bids2", "from ...campaigns import chain"),
+    ("streambed.model.plan", "from ..planner.surrogates import fit"),
+    ("streambed.planner.estimator", "from ..commands import args"),
 ], ids=["algorithm-engine", "algorithm-infra-lazy", "engine-algorithm", "engine-infra", "records-algorithm",
         "report-algorithm", "algorithm-campaigns", "domain-algorithm", "algorithm-cli"])
 def test_a_planted_bad_import_is_caught(module, source):
@@ -137,7 +136,7 @@ def test_a_planted_bad_import_is_caught(module, source):
 
 
 @pytest.mark.parametrize("module, source", [
-    ("streambed.estimator", "from .testbed.base import Testbed"),
+    ("streambed.planner.estimator", "from ..testbed.base import Testbed"),
     ("streambed.campaigns.plan", "from ..report import plots"),
     ("streambed.infra.local", "from ..testbed.flink import FlinkTestbed"),
     ("streambed.records", "from . import ledger"),

@@ -8,7 +8,7 @@ import pytest
 
 from streambed import dataset as ds
 from streambed.errors import UserError
-from streambed.estimator import TIMINGS
+from streambed.planner.estimator import TIMINGS
 
 QUERIES = Path(__file__).resolve().parents[1] / "flink" / "queries"
 

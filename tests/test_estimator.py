@@ -8,7 +8,7 @@ import pytest
 from streambed.errors import JobRestarted, TestbedUnreachable
 from dataclasses import replace
 
-from streambed.estimator import (MAX_GROWTH_WINDOWS, PAPER_GROWTH, TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
+from streambed.planner.estimator import (MAX_GROWTH_WINDOWS, PAPER_GROWTH, TIMINGS, CapacityEstimator, EstimationFailed, Timing, converged,
                                  headroom, iteration_budget, next_rate, recovered, verdict, warmup_settled)
 from streambed.errors import UserError
 from streambed.ledger import Ledger

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from streambed.errors import UserError
-from streambed.estimator import Timing, CapacityEstimator
-from streambed.explorer import ExplorerSettings, ResourceExplorer, corners, select_family, should_stop
+from streambed.planner.estimator import Timing, CapacityEstimator
+from streambed.planner.explorer import ExplorerSettings, ResourceExplorer, corners, select_family, should_stop
 from streambed.ledger import Ledger
-from streambed.optimizer import ConfigurationOptimizer
+from streambed.planner.optimizer import ConfigurationOptimizer
 from streambed.model import Features, Observation
-from streambed.surrogates import inverse_solve
+from streambed.planner.surrogates import inverse_solve
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
@@ -89,9 +89,9 @@ def test_explorer_refuses_memory_the_testbed_does_not_offer(tmp_path):
 
 
 def test_plans_by_family_inverse_solves_each_family_on_the_same_measurements():
-    from streambed.explorer import ExplorerSettings, plans_by_family
+    from streambed.planner.explorer import ExplorerSettings, plans_by_family
     from streambed.model import Features, Observation
-    from streambed.surrogates import fit, inverse_solve
+    from streambed.planner.surrogates import fit, inverse_solve
 
     # exactly linear: the linear family plans the smallest P with 1000 P + 5 M >= 1.1 x rate
     obs = [Observation(m, p, 1000.0 * p + 5.0 * m) for m in (512, 4096) for p in (2, 4, 8, 16, 32, 48)]
@@ -147,7 +147,7 @@ def test_the_plans_last_bids2_pass_takes_the_rates_of_the_largest_run_of_its_pro
     """Section VI, model usage: "true processing rates and busyness levels collected for the largest
     number of cores in D with the selected resource profile"; a profile D never ran falls back to
     its single-task run."""
-    from streambed.explorer import Exploration, ExplorationPoint
+    from streambed.planner.explorer import Exploration, ExplorationPoint
     from streambed.model import Query, TestbedInfo
 
     q = Query("q", ("a", "b"), (("source", "a"), ("a", "b")))
@@ -188,7 +188,7 @@ def test_a_single_task_configuration_asked_for_again_is_measured_again(tmp_path)
 
 
 def test_guard_rails_stop_a_plan_where_the_model_is_no_longer_trusted():
-    from streambed.explorer import ExplorerSettings, guarded_solve, trusted_slots
+    from streambed.planner.explorer import ExplorerSettings, guarded_solve, trusted_slots
     from streambed.model import Features, Surrogate
 
     f = Features(memory="slot_mb", log="log")
@@ -211,13 +211,13 @@ def test_guard_rails_stop_a_plan_where_the_model_is_no_longer_trusted():
 
 
 def _point(slots, mst, configuration, memory=4096):
-    from streambed.explorer import ExplorationPoint
+    from streambed.planner.explorer import ExplorationPoint
 
     return ExplorationPoint(memory, slots, mst, configuration, 0.0, math.nan, 0.0, "search")
 
 
 def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_do():
-    from streambed.explorer import efficiency
+    from streambed.planner.explorer import efficiency
 
     predict = lambda p: 1000.0 * p.configuration["A"]  # noqa: E731 - a policy whose prediction is linear in A's tasks
     flat = [_point(p, 900.0 * p, {"A": p}) for p in (4, 16, 48)]
@@ -232,7 +232,7 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     assert eta_top == pytest.approx(0.5) and eta(480) < 0.5 and eta(48) == pytest.approx(0.5)
     # between the two largest budgets (a testbed's and a checkpoint's): linear in sqrt(2 ln P) from one to
     # the other, the scale of the slowest of P tasks' lag (explorer.spread)
-    from streambed.explorer import spread
+    from streambed.planner.explorer import spread
     at_12 = 1 - 0.5 * math.log(3) / math.log(12)
     assert spread(24) == pytest.approx(math.sqrt(2 * math.log(24)))
     assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * (spread(24) - spread(12)) / (spread(48) - spread(12)))
@@ -247,7 +247,7 @@ def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level()
     """pooled_decline: one slope along spread(P) for every memory, fitted on the measurements centred
     per memory, so that one memory's noisy pair of budgets does not set its own decline; a memory
     with one budget adds nothing. efficiency(decline=...) then lowers every memory by that slope."""
-    from streambed.explorer import efficiency, pooled_decline, spread
+    from streambed.planner.explorer import efficiency, pooled_decline, spread
 
     x4, x48 = spread(4), spread(48)
     # two memories with the same true slope -0.02 at levels 0.95 and 0.80: the pooled slope is it
@@ -277,7 +277,7 @@ def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level()
 def test_a_slot_slope_per_memory_where_cross_validation_prefers_it():
     """select_features: a memory-bound query (small memories flat in P, 4 GB steep) gets the
     interaction; a query whose memory does not change a slot's worth keeps Eq. 6-8."""
-    from streambed.explorer import select_features
+    from streambed.planner.explorer import select_features
     from streambed.model import FAMILIES, Features, Observation
 
     rng = np.random.default_rng(3)
@@ -292,9 +292,9 @@ def test_a_slot_slope_per_memory_where_cross_validation_prefers_it():
 
 
 def test_the_plans_own_configuration_gets_the_slots_it_needs():
-    from streambed.explorer import configured_slots
+    from streambed.planner.explorer import configured_slots
     from streambed.model import OperatorRates, SingleTaskMetrics
-    from streambed.policies import policy_named
+    from streambed.planner.policies import policy_named
 
     m = SingleTaskMetrics("q", 4096, (("A#1", OperatorRates(1000.0, 1.0, keyed=True)),))
     policy = policy_named("bids2-skew")
@@ -307,9 +307,9 @@ def test_the_plans_own_configuration_gets_the_slots_it_needs():
 
 
 def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():
-    from streambed.explorer import risk_of, risk_solve
+    from streambed.planner.explorer import risk_of, risk_solve
     from streambed.model import Features, Observation
-    from streambed.surrogates import bootstrap_fits
+    from streambed.planner.surrogates import bootstrap_fits
 
     rng = __import__("numpy").random.default_rng(3)
     plans = []
@@ -329,7 +329,7 @@ def test_the_plan_within_a_cluster_serves_the_highest_rate_that_fits_it(tmp_path
     rate no longer does; an exploration read back from its JSON plans the same."""
     from dataclasses import replace as with_
 
-    from streambed.explorer import Exploration
+    from streambed.planner.explorer import Exploration
 
     ex_, ledger, _ = explorer(tmp_path, "paper-q5-log")
     ex_.settings = with_(ex_.settings, risk=risk, bootstrap_samples=100)
@@ -348,8 +348,8 @@ def test_the_plan_within_a_cluster_serves_the_highest_rate_that_fits_it(tmp_path
 
 
 def test_a_checkpoint_measures_where_the_families_diverge_most():
-    from streambed.explorer import checkpoint_budget
-    from streambed.surrogates import fit
+    from streambed.planner.explorer import checkpoint_budget
+    from streambed.planner.surrogates import fit
 
     # a curve that bends: the three families agree on the testbed and part beyond it
     obs = [Observation(4096, p, 1e5 * math.sqrt(p)) for p in (4, 8, 16, 24, 32, 48)]
@@ -367,7 +367,7 @@ def test_a_checkpoint_measures_where_the_families_diverge_most():
 
 
 def test_a_checkpoint_looks_no_further_than_the_families_answers():
-    from streambed.explorer import checkpoint_range
+    from streambed.planner.explorer import checkpoint_range
     from streambed.model import PlanEntry
 
     agreed = PlanEntry(4096, 120, 1.0, {"a": 120}, 1.0, {"linear": 100, "log": 300, "sqrt": 150}, model_slots=100)
@@ -381,7 +381,7 @@ def test_a_checkpoint_looks_no_further_than_the_families_answers():
 def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_points(tmp_path):
     """paper-q5-log planned far beyond a 24-slot testbed: log says unreachable, linear plans, so one
     staged measurement on a 400-slot cluster; that memory's plan then rests on its own points."""
-    from streambed.explorer import CHECKPOINT
+    from streambed.planner.explorer import CHECKPOINT
 
     ex_, ledger, est = explorer(tmp_path, "paper-q5-log", max_slots=24)
     with ledger:
@@ -410,7 +410,7 @@ def test_efficiency_sizing_plans_the_smallest_budget_whose_own_configuration_hol
     each budget's own configuration; its budget holds safety x the rate and one slot less does not."""
     from dataclasses import replace as with_
 
-    from streambed.explorer import efficiency, predictor
+    from streambed.planner.explorer import efficiency, predictor
 
     ex_, ledger, _ = explorer(tmp_path, "paper-q1-linear")
     with ledger:
@@ -428,7 +428,7 @@ def test_efficiency_sizing_plans_the_smallest_budget_whose_own_configuration_hol
 
 
 def test_the_family_that_predicted_the_checkpoint_best_is_kept():
-    from streambed.explorer import checkpoint_family
+    from streambed.planner.explorer import checkpoint_family
 
     families = ("linear", "log", "sqrt")
     testbed = [Observation(4096, p, 1e5 * math.sqrt(p) + 1e3 * (-1) ** p) for p in (4, 8, 16, 24, 32, 48)]
@@ -441,7 +441,7 @@ def test_a_key_the_testbed_cannot_see_is_checked_at_the_plans_scale(tmp_path):
     """q11 planned 30 x beyond a 24-slot testbed: the families agree, but a key too faint for 21 window
     tasks could hold the planned ones, and the plan says so (key_warning). A checkpoint then measures
     there; its tasks read the keys at that scale, and the plan's key concentration comes from them too."""
-    from streambed.explorer import CHECKPOINT
+    from streambed.planner.explorer import CHECKPOINT
     from streambed.model.measurement import Measurement, key_skews
 
     ex_, ledger, _ = explorer(tmp_path, "q11", max_slots=24)

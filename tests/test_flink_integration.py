@@ -36,7 +36,7 @@ import requests
 from conformance import ConformanceCase, TestbedConformance
 from conftest import REPO, port_open
 from streambed.errors import QueryRejected
-from streambed.estimator import CapacityEstimator, Timing
+from streambed.planner.estimator import CapacityEstimator, Timing
 from streambed.infra.local import LocalProvider
 from streambed.infra.services import flink_settings, flink_testbed
 from streambed.ledger import Ledger

@@ -10,7 +10,7 @@ from streambed.model import Measurement, OperatorMetrics, OperatorRates, Query, 
 from streambed.model.keyskew import (KeySkew, deviation_terms, estimate, max_z, group_classes, hot_key,
                                      task_group_counts)
 from streambed.model.measurement import SingleTaskMetrics, input_imbalance, key_skews
-from streambed.policies.skew import busiest_share, capacity, skew_aware_bids2
+from streambed.planner.policies.skew import busiest_share, capacity, skew_aware_bids2
 from streambed.testbed.sim.partitioning import KeyedStream
 from test_policies import check_fewest_tasks
 
@@ -166,7 +166,7 @@ def test_the_policy_sizes_a_keyed_operator_by_the_law():
 
 
 def test_speed_imbalance_is_what_the_input_does_not_explain():
-    from streambed.policies.skew import speed_imbalance
+    from streambed.planner.policies.skew import speed_imbalance
     r = OperatorRates(1.0, 1.0, keyed=True, imbalance=1.10, measured_parallelism=43, input_imbalance=1.10)
     assert speed_imbalance(r, 1366) == pytest.approx(1.0)
     r = OperatorRates(1.0, 1.0, keyed=True, imbalance=1.10, measured_parallelism=43, input_imbalance=1.0)
@@ -190,8 +190,8 @@ def test_skew_aware_bids2_with_a_key_skew_fills_the_budget():
 
 
 def test_a_key_the_testbed_cannot_see_is_named_with_what_it_would_cap():
-    from streambed.explorer import key_warning
-    from streambed.policies.skew import hidden_key, hidden_key_capacity
+    from streambed.planner.explorer import key_warning
+    from streambed.planner.policies.skew import hidden_key, hidden_key_capacity
     window = OperatorRates(54_000.0, 0.92, keyed=True, imbalance=1.05, measured_parallelism=43,
                            input_imbalance=1.03, key_skew=KeySkew(6e-6))
     w = hidden_key(window)

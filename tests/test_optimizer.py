@@ -11,8 +11,8 @@ from conftest import PAPER_DATA
 from streambed.errors import UserError
 from streambed.model import Measurement, OperatorMetrics, Query
 from streambed.model import OperatorRates, SingleTaskMetrics
-from streambed.policies.bids2 import bids2, bids2_rate
-from streambed.policies.ds2 import ds2, ds2_within
+from streambed.planner.policies.bids2 import bids2, bids2_rate
+from streambed.planner.policies.ds2 import ds2, ds2_within
 from streambed.records import read_single_task_metrics
 
 PAPER = PAPER_DATA

@@ -6,9 +6,9 @@ import random
 import pytest
 
 from streambed.model import OperatorRates, SingleTaskMetrics, keygroups
-from streambed.policies import POLICIES, policy_named
-from streambed.policies.bids2 import bids2
-from streambed.policies.skew import busiest_share, capacity, fewest_tasks, residual_skew, skew_aware_bids2
+from streambed.planner.policies import POLICIES, policy_named
+from streambed.planner.policies.bids2 import bids2
+from streambed.planner.policies.skew import busiest_share, capacity, fewest_tasks, residual_skew, skew_aware_bids2
 
 
 def metrics(*ops, max_parallelism=None):
@@ -102,7 +102,7 @@ def test_skew_aware_bids2_configures_q11_better_than_bids2_on_the_sim(tmp_path):
     """On the sim's q11 at 48 slots the paper's BIDS2 gives the window 42 tasks (128 key groups);
     the skew-aware policy's configuration sustains more, and predicts what it sustains closer."""
     from streambed.campaigns.chain import assemble
-    from streambed.estimator import TIMINGS
+    from streambed.planner.estimator import TIMINGS
     from streambed.ledger import Ledger
     from streambed.model import Budget
     from streambed.testbed.sim.profile import load_profile
@@ -126,7 +126,7 @@ def test_a_configuration_may_set_the_jobs_max_parallelism_and_the_sim_applies_it
     """With Flink's default key groups q11's window gains nothing from 128 to 170 tasks (256 groups, 2
     per task); with the job's max parallelism set to 4,096 every task counts."""
     from streambed.errors import UserError
-    from streambed.explorer import planned_max_parallelism
+    from streambed.planner.explorer import planned_max_parallelism
     from streambed.model import Configuration
     from streambed.testbed.sim.profile import load_profile
     from streambed.testbed.sim.truth import GroundTruth

@@ -11,7 +11,7 @@ from streambed.campaigns.base import replay_of
 from streambed.campaigns.settings import CampaignSettings
 from streambed.cli import main
 from streambed.errors import UserError
-from streambed.estimator import TIMINGS
+from streambed.planner.estimator import TIMINGS
 from streambed.model import Budget, Configuration, Query
 
 

@@ -6,7 +6,7 @@ from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement
 from streambed.testbed.sim.profile import parse_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
-from streambed.validation import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
+from streambed.planner.validation import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
                                   UNSTABLE, RunVerdict, ValidationSettings, judge_plan, judge_run, validate)
 
 S = ValidationSettings()

@@ -19,8 +19,8 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from streambed.campaigns.testbeds import TESTBEDS
-from streambed.estimator import TIMINGS
-from streambed.policies import POLICIES
+from streambed.planner.estimator import TIMINGS
+from streambed.planner.policies import POLICIES
 
 from . import mutate
 from .commands import Command, Option

@@ -7,7 +7,7 @@ from typing import Callable, Mapping
 
 from .. import dataset
 from ..errors import UserError
-from ..estimator import Timing
+from ..planner.estimator import Timing
 from ..ledger import Ledger
 from ..model import Configuration, Query
 from ..testbed.base import Replay, Testbed

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import FAMILIES, Observation
-from ..surrogates import fit
+from ..planner.surrogates import fit
 
 from ..testbed.sim.profile import load_profile
 from ..testbed.sim.truth import GroundTruth, TruthSettings

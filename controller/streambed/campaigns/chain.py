@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..estimator import NO_PHASES, CapacityEstimator, Phases, Timing
-from ..explorer import ExplorerSettings, ResourceExplorer
+from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
+from ..planner.explorer import ExplorerSettings, ResourceExplorer
 from ..ledger import Ledger
-from ..optimizer import ConfigurationOptimizer
-from ..policies import DEFAULT_POLICY, policy_named
+from ..planner.optimizer import ConfigurationOptimizer
+from ..planner.policies import DEFAULT_POLICY, policy_named
 from ..testbed.base import Testbed
 
 

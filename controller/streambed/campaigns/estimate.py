@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..estimator import NO_PHASES, Phases, Timing
+from ..planner.estimator import NO_PHASES, Phases, Timing
 from ..model import Budget
 from .base import Advance, Log, configuration_of, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble

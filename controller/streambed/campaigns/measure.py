@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..estimator import NO_PHASES, Phases
+from ..planner.estimator import NO_PHASES, Phases
 from ..ledger import Ledger
 from ..model import Budget, Configuration, Measurement
 from ..testbed.base import Run, Testbed

@@ -3,9 +3,9 @@ its measured MST (paper section V)."""
 
 from __future__ import annotations
 
-from ..estimator import NO_PHASES, Phases, Timing
+from ..planner.estimator import NO_PHASES, Phases, Timing
 from ..model import Budget, check_slots
-from ..policies import PAPER_POLICY, policy_named
+from ..planner.policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble
 from .settings import OptimizeSettings

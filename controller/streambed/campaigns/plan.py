@@ -9,12 +9,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..estimator import NO_PHASES, CapacityEstimator, Phases, Timing
-from ..explorer import Exploration, ExplorationPoint, ExplorerSettings
+from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
+from ..planner.explorer import Exploration, ExplorationPoint, ExplorerSettings
 from ..files import write_text
 from ..ledger import Ledger
 from ..model import Plan, SingleTaskMetrics, Surrogate
-from ..policies import DEFAULT_POLICY
+from ..planner.policies import DEFAULT_POLICY
 from ..report import plots
 from ..report.html import write_report
 from ..testbed.base import Testbed

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from ..errors import UserError
-from ..explorer import (Exploration, ExplorerSettings, ResourceExplorer, guarded_solve, plans_by_family,
+from ..planner.explorer import (Exploration, ExplorerSettings, ResourceExplorer, guarded_solve, plans_by_family,
                         select_features, select_family)
 from ..model import FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Plan, Query, SingleTaskMetrics, TestbedInfo, check_slots
-from ..policies import PAPER_POLICY, policy_named
-from ..policies.bids2 import bids2
+from ..planner.policies import PAPER_POLICY, policy_named
+from ..planner.policies.bids2 import bids2
 from ..records import (MeasurementFile, MetricsFile, MetricsRecord, RecordError, campaign_points,
                        campaign_single_task, read_campaign, read_measurements, read_single_task_metrics,
                        write_measurements_csv, write_operator_rates_csv, write_single_task_json)
 from .settings import ExportSettings, FitSettings, MetricsSettings
-from ..surrogates import fit, loocv_rmse, paper_prefix_fit
+from ..planner.surrogates import fit, loocv_rmse, paper_prefix_fit
 
 T = TypeVar("T")
 

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from ..estimator import DEFAULT_TIMING
-from ..explorer import ExplorerSettings
-from ..policies import DEFAULT_POLICY
+from ..planner.estimator import DEFAULT_TIMING
+from ..planner.explorer import ExplorerSettings
+from ..planner.policies import DEFAULT_POLICY
 from ..dataset import DEFAULT_LAKE
 from ..testbed.base import Replay, TestbedRequest
-from ..validation import ValidationSettings
+from ..planner.validation import ValidationSettings
 
 DEFAULT_MEMORY_MB = 4096
 """Memory per slot when a campaign on one budget is not given one: the paper's largest profile."""

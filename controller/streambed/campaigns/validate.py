@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 from ..errors import UserError
-from ..estimator import NO_PHASES, Phases
+from ..planner.estimator import NO_PHASES, Phases
 from ..files import write_text
 from ..model import Budget, Configuration, Plan, PlanEntry, Query, TestbedInfo
 from ..records import read_plan
 from ..report.html import write_report
-from ..validation import RunVerdict, validate
+from ..planner.validation import RunVerdict, validate
 from .replan import plan_within
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
 from .settings import DEFAULT_MEMORY_MB, ValidateSettings

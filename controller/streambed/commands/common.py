@@ -10,8 +10,8 @@ from typing import Any
 
 from ..campaigns.settings import CampaignSettings, TestbedSpec
 from ..dataset import DEFAULT_LAKE
-from ..estimator import DEFAULT_TIMING, TIMINGS
-from ..policies import DEFAULT_POLICY, POLICIES
+from ..planner.estimator import DEFAULT_TIMING, TIMINGS
+from ..planner.policies import DEFAULT_POLICY, POLICIES
 from ..report.annotations import GrafanaSettings, annotations
 from ..report.console import Output
 from .args import extrapolation, fraction, rate, seed, slots

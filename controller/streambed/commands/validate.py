@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..campaigns.settings import DEFAULT_MEMORY_MB, ValidateSettings
 from ..report.console import Output
-from ..validation import ValidationSettings
+from ..planner.validation import ValidationSettings
 from .args import memory_mb, non_negative_seconds, number_list, operator_pairs, rate, slots
 from .common import campaign_options, campaign_settings, logs, output_options, run
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .estimator import NO_PHASES, Phases
-from .ledger import Ledger
-from .metrics.window import coefficient_of_variation, slope
-from .model import Budget, Configuration, Measurement
-from .model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
+from ..ledger import Ledger
+from ..metrics.window import coefficient_of_variation, slope
+from ..model import Budget, Configuration, Measurement
+from ..model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
                             UNSTABLE)
-from .testbed.base import Testbed
+from ..testbed.base import Testbed
 
 @dataclass(frozen=True)
 class ValidationSettings:

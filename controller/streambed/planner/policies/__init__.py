@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Mapping, Protocol, runtime_checkable
 
-from ..errors import UserError
-from ..model import SingleTaskMetrics
+from ...errors import UserError
+from ...model import SingleTaskMetrics
 from .base import Proposal
 from .bids2 import Bids2
 from .ds2 import Ds2

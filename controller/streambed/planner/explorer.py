@@ -24,12 +24,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import UserError
-from .model import (FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, keygroups, Budget, Configuration, Features, Measurement,
+from ..errors import UserError
+from ..model import (FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, keygroups, Budget, Configuration, Features, Measurement,
                     Observation, Plan, PlanEntry, Query, SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
 from .estimator import Estimator
-from .model.keyskew import max_z
-from .model.measurement import key_skews
+from ..model.keyskew import max_z
+from ..model.measurement import key_skews
 from .optimizer import Optimizer, OptimizerResult
 from .policies import skew
 from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split, split_size

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import UserError
+from ..errors import UserError
 from .estimator import Estimator
-from .model import Budget, Configuration, Measurement, Query, SingleTaskMetrics, check_slots
-from .model.measurement import key_skews
+from ..model import Budget, Configuration, Measurement, Query, SingleTaskMetrics, check_slots
+from ..model.measurement import key_skews
 from .policies import ConfigurationPolicy, policy_named
 
 

@@ -32,9 +32,9 @@ from __future__ import annotations
 import heapq
 import math
 
-from ..model import SingleTaskMetrics, check_slots, keygroups
-from ..model.keyskew import HOT_KEY_RATIO, KeySkew, max_z
-from ..model.measurement import OperatorRates
+from ...model import SingleTaskMetrics, check_slots, keygroups
+from ...model.keyskew import HOT_KEY_RATIO, KeySkew, max_z
+from ...model.measurement import OperatorRates
 from .base import Proposal
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..model import SingleTaskMetrics
+from ...model import SingleTaskMetrics
 from .base import Proposal
 from .bids2 import bids2, bids2_rate
 

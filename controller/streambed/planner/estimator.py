@@ -37,10 +37,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Protocol
 
-from .errors import TestbedError, TestbedUnreachable, UserError
-from .ledger import Ledger
-from .model import Budget, Configuration, Measurement, queued_share
-from .testbed.base import Run, Testbed
+from ..errors import TestbedError, TestbedUnreachable, UserError
+from ..ledger import Ledger
+from ..model import Budget, Configuration, Measurement, queued_share
+from ..testbed.base import Run, Testbed
 
 
 class EstimationFailed(TestbedError):

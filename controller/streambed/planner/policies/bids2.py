@@ -12,8 +12,8 @@ from typing import Mapping
 import cbcbox
 import pulp
 
-from ..errors import UserError
-from ..model import SingleTaskMetrics, check_slots
+from ...errors import UserError
+from ...model import SingleTaskMetrics, check_slots
 from .base import Proposal
 
 

@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .model import FAMILIES, Features, Observation, Surrogate, check_family
+from ..model import FAMILIES, Features, Observation, Surrogate, check_family
 
 AGGREGATES = ("rmse", "fold_mean")
 """How leave-one-out errors are aggregated: pooled RMSE, or the artifact's mean of per-fold RMSEs."""
