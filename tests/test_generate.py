@@ -102,6 +102,48 @@ def test_a_profile_depends_only_on_its_seed_and_index():
     assert g.generate_profile(7, 3) != g.generate_profile(8, 3)
 
 
+def test_a_named_draw_does_not_depend_on_the_draws_before_it():
+    draw = g.Draws(7, 3)
+    first = draw(2, "keys", "zipf")
+    for k in range(50):
+        draw(k, "rate")
+    assert g.Draws(7, 3)(2, "keys", "zipf") == first
+    assert draw(2, "keys", "count") != first and g.Draws(7, 4)(2, "keys", "zipf") != first
+    values = [g.Draws(0, i)("noise") for i in range(2000)]
+    assert 0.0 <= min(values) < 0.01 and 0.99 < max(values) < 1.0
+    assert abs(np.mean(values) - 0.5) < 0.02
+
+
+def test_a_draw_added_to_the_generator_moves_no_other(monkeypatch):
+    """The hot key's two draws are the latest addition: without them every other field is unchanged."""
+    with_hot = g.generate_profile(0, 8)
+    assert any("hot" in op.get("keys", {}) for op in with_hot["operators"])
+    monkeypatch.setattr(g, "hot_share", lambda u_hot, u_share: 0.0)
+    without = g.generate_profile(0, 8)
+    for op in with_hot["operators"]:
+        op.get("keys", {}).pop("hot", None)
+    assert with_hot == without
+
+
+def test_hot_share_is_absent_or_log_uniform_in_its_range():
+    assert g.hot_share(g.HOT_KEY, 0.5) == 0.0
+    assert g.hot_share(0.0, 0.0) == pytest.approx(g.HOT_SHARE[0])
+    assert g.hot_share(g.HOT_KEY / 2, 1.0) == pytest.approx(g.HOT_SHARE[1])
+
+
+def test_a_hot_key_carries_its_share_to_one_task():
+    """keys.hot: the first key carries that share on top of the Zipf keys, so one task of any width
+    receives at least it (partitioning.key_weights)."""
+    from streambed.testbed.sim.partitioning import KeyedStream, key_weights
+
+    w = key_weights(1000, 0.5, 0.2)
+    assert w.sum() == pytest.approx(1.0)
+    assert w[0] == pytest.approx(0.2 + 0.8 * g.top_key_share(1000, 0.5))
+    assert w[0] == pytest.approx(g.top_key_share(1000, 0.5, 0.2))
+    hot, plain = KeyedStream(100_000, 0.0, seed=3, hot=0.1), KeyedStream(100_000, 0.0, seed=3)
+    assert hot.max_share(64) >= 0.1 > 3 * plain.max_share(64)
+
+
 # -- coverage of the documented ranges across 200 draws ----------------------------------------------
 
 def test_the_draws_cover_the_documented_shapes_and_ranges(profiles):
@@ -123,11 +165,14 @@ def test_the_draws_cover_the_documented_shapes_and_ranges(profiles):
     assert any(k.count < 100 for k in keys) and any(k.count > 1_000_000 for k in keys)
     assert all(g.ZIPF[0] <= k.zipf <= g.ZIPF[1] for k in keys)
     assert sum(k.zipf == 0 for k in keys) >= 20 and sum(k.zipf > 1.0 for k in keys) >= 20
-    hot = [g.top_key_share(k.count, k.zipf) for k in keys]
+    hot = [g.top_key_share(k.count, k.zipf, k.hot) for k in keys]
     assert sum(h >= 0.05 for h in hot) >= 20  # a key with 5 % or more of its operator's input
+    assert sum(k.hot > 0 for k in keys) >= 40 and all(g.HOT_SHARE[0] <= k.hot <= g.HOT_SHARE[1]
+                                                      for k in keys if k.hot > 0)
+    assert any(k.hot > 0 and k.count > 1_000_000 for k in keys)  # a hot key among many others
     # a hot key on a join's input: the held-out case of issue 35
-    assert any(g.top_key_share(o.keys.count, o.keys.zipf) >= 0.05 for p in profiles for o in p.operators
-               if o.kind == "join")
+    assert any(g.top_key_share(o.keys.count, o.keys.zipf, o.keys.hot) >= 0.05 for p in profiles
+               for o in p.operators if o.kind == "join")
 
     maxp = [p.max_parallelism for p in profiles]
     assert sum(m is None for m in maxp) >= 50
@@ -159,7 +204,7 @@ def test_state_fits_some_slots_and_not_others(profiles):
 
 # -- generated profiles run -----------------------------------------------------------------------------
 
-SAMPLE = (0, 1, 3, 8)
+SAMPLE = (2, 8, 5, 0)
 """A chain, a join of two streams, a diamond with a 3-input join and a 3-input join of three streams (seed 0)."""
 
 

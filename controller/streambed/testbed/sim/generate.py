@@ -2,10 +2,12 @@
 
 A planner tuned on a handful of named queries is judged here on query shapes and data nobody picked:
 chains and DAGs of 3-10 operators (filters, maps, tumbling and sliding windows with and without
-stragglers, keyed aggregates, joins of 2-3 inputs), key counts from 20 to 10^7 with Zipf 0-1.3,
-state that fits a slot's memory or does not, and speed noise of 0-5 %. Every distribution is
+stragglers, keyed aggregates, joins of 2-3 inputs), key counts from 20 to 10^7 with Zipf 0-1.3 and
+hot keys, state that fits a slot's memory or does not, and speed noise of 0-5 %. Every distribution is
 documented in docs/sim-profiles.md ("Generated profiles") and fixed here; nothing is tuned to a
-result. Profile i of seed S draws only from (S, i), so a smaller count is a prefix of a larger one.
+result. Each uniform draw is named (``Draws``): draw ``key`` of profile i of seed S depends on
+(S, i, key) alone, so a smaller count is a prefix of a larger one, and a draw added to the generator
+moves no other.
 
 The sampling laws are small pure functions of uniform draws (``log_uniform``, ``window_slide``,
 ``state_split``, ...); ``generate_profile`` composes them into the YAML mapping that
@@ -14,6 +16,7 @@ The sampling laws are small pure functions of uniform draws (``log_uniform``, ``
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +53,10 @@ UNIFORM_KEYS = 0.25
 """Probability that a keyed operator's keys are uniform (Zipf 0)..."""
 ZIPF = (0.0, 1.3)
 """...otherwise the Zipf exponent is uniform in this range."""
+HOT_KEY = 0.2
+"""Probability that a keyed operator's input has a hot key (``keys.hot``) on top of its Zipf keys..."""
+HOT_SHARE = (0.005, 0.3)
+"""...carrying this share of the records, log-uniform."""
 MAX_PARALLELISM_SET = 0.5
 """Probability that a profile sets its own max parallelism..."""
 MAX_PARALLELISM = (128, 4096)
@@ -143,21 +150,42 @@ def state_split(pressure: float, fixed_share: float, task_rate: float, retention
     return fixed, per_record
 
 
-def top_key_share(count: int, zipf: float) -> float:
-    """Share of the records the hottest key carries under Zipf(``zipf``) over ``count`` keys:
-    1 / H(count, zipf), the first 10^4 terms summed exactly and the rest by the integral (midpoint
-    rule), within 1e-6 relative of the exact sum."""
+def top_key_share(count: int, zipf: float, hot: float = 0.0) -> float:
+    """Share of the records the hottest key carries under Zipf(``zipf``) over ``count`` keys, with a hot
+    key of share ``hot`` on top: hot + (1 - hot) / H(count, zipf), the first 10^4 terms of H summed
+    exactly and the rest by the integral (midpoint rule), within 1e-6 relative of the exact sum."""
     head = min(count, 10_000)
     h = float(np.sum(np.arange(1, head + 1, dtype=np.float64) ** -zipf))
     if count > head:
         a, b = head + 0.5, count + 0.5
         h += math.log(b / a) if zipf == 1.0 else (b ** (1 - zipf) - a ** (1 - zipf)) / (1 - zipf)
-    return 1.0 / h
+    return hot + (1.0 - hot) / h
 
 
 def significant(x: float, digits: int = 4) -> float:
     """``x`` rounded to ``digits`` significant digits: files a reader can read."""
     return float(f"{x:.{digits}g}")
+
+
+# -- named draws ----------------------------------------------------------------------------------------
+
+class Draws:
+    """The uniform draws of one profile, each named by a key: draw ``key`` of profile ``index`` of
+    ``seed`` comes from its own generator, seeded by (seed, index, a stable hash of the key), so it
+    does not depend on which draws were made before it."""
+
+    def __init__(self, seed: int, index: int):
+        self.seed, self.index = seed, index
+
+    def __call__(self, *key: str | int) -> float:
+        digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+        words = [int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:], "little")]
+        return float(np.random.default_rng([self.seed, self.index, *words]).random())
+
+
+def uniform_int(u: float, low: int, high: int) -> int:
+    """An integer uniform on [low, high]."""
+    return min(high, low + int(u * (high - low + 1)))
 
 
 # -- one profile ---------------------------------------------------------------------------------------
@@ -171,10 +199,10 @@ class Node:
     """Positions of upstream operators; -1 is the source."""
 
 
-def draw_graph(rng: np.random.Generator, n: int) -> tuple[str, list[Node]]:
+def draw_graph(draw: Draws, n: int) -> tuple[str, list[Node]]:
     """(shape, operators in topological order): ``n`` operators, the last one the sink."""
-    shape = choose(rng.random(), SHAPES)
-    arity = 3 if rng.random() < THREE_WAY else 2
+    shape = choose(draw("graph", "shape"), SHAPES)
+    arity = 3 if draw("graph", "three-way") < THREE_WAY else 2
     stem = 1 if shape == "diamond" else 0
     if shape != "chain" and n < stem + arity + 2:  # each branch needs an operator, plus join and sink
         arity = 2
@@ -183,7 +211,7 @@ def draw_graph(rng: np.random.Generator, n: int) -> tuple[str, list[Node]]:
     nodes: list[Node] = []
 
     def inner(upstream: int) -> int:
-        kind = choose(rng.random(), FIRST_KINDS if upstream < 0 else INNER_KINDS)
+        kind = choose(draw("graph", "kind", len(nodes)), FIRST_KINDS if upstream < 0 else INNER_KINDS)
         nodes.append(Node(kind, (upstream,)))
         return len(nodes) - 1
 
@@ -194,8 +222,8 @@ def draw_graph(rng: np.random.Generator, n: int) -> tuple[str, list[Node]]:
     else:
         spare = n - (stem + arity + 2)
         # spare operators go to the stem, each branch or the tail, each place equally likely
-        places = rng.integers(0, arity + 2, size=spare)
-        counts = np.bincount(places, minlength=arity + 2)
+        places = [uniform_int(draw("graph", "place", j), 0, arity + 1) for j in range(spare)]
+        counts = np.bincount(np.array(places, dtype=np.int64), minlength=arity + 2)
         last = -1
         for _ in range(stem + (counts[0] if stem else 0)):
             last = inner(last)
@@ -215,73 +243,79 @@ def draw_graph(rng: np.random.Generator, n: int) -> tuple[str, list[Node]]:
     return shape, nodes
 
 
-def _keys(rng: np.random.Generator) -> dict:
-    count = log_uniform_int(rng.random(), *KEY_COUNT)
-    return {"count": count, "zipf": significant(zipf_exponent(rng.random(), rng.random()), 3)}
+def hot_share(u_hot: float, u_share: float) -> float:
+    """0 (no hot key) with probability 1 - HOT_KEY, else log-uniform on HOT_SHARE."""
+    return log_uniform(u_share, *HOT_SHARE) if u_hot < HOT_KEY else 0.0
 
 
-def _window(rng: np.random.Generator) -> dict:
-    size = round(log_uniform(rng.random(), *WINDOW_SIZE_S), 1)
-    window = {"size_s": size, "slide_s": window_slide(size, rng.random(), rng.random()),
-              "fire_cost_us": significant(log_uniform(rng.random(), *FIRE_COST_US), 3)}
-    if rng.random() < STRAGGLERS:
-        window["straggler_mean"] = significant(uniform(rng.random(), *STRAGGLER_MEAN), 3)
-        window["straggler_tail"] = significant(uniform(rng.random(), *STRAGGLER_TAIL), 3)
+def _keys(draw: Draws, op: int) -> dict:
+    keys = {"count": log_uniform_int(draw(op, "keys", "count"), *KEY_COUNT),
+            "zipf": significant(zipf_exponent(draw(op, "keys", "uniform"), draw(op, "keys", "zipf")), 3)}
+    hot = hot_share(draw(op, "keys", "hot"), draw(op, "keys", "hot-share"))
+    if hot > 0:
+        keys["hot"] = significant(hot, 3)
+    return keys
+
+
+def _window(draw: Draws, op: int) -> dict:
+    size = round(log_uniform(draw(op, "window", "size"), *WINDOW_SIZE_S), 1)
+    window = {"size_s": size, "slide_s": window_slide(size, draw(op, "window", "tumbling"), draw(op, "window", "k")),
+              "fire_cost_us": significant(log_uniform(draw(op, "window", "fire-cost"), *FIRE_COST_US), 3)}
+    if draw(op, "window", "stragglers") < STRAGGLERS:
+        window["straggler_mean"] = significant(uniform(draw(op, "window", "straggler-mean"), *STRAGGLER_MEAN), 3)
+        window["straggler_tail"] = significant(uniform(draw(op, "window", "straggler-tail"), *STRAGGLER_TAIL), 3)
     else:
         window["straggler_mean"] = 0.0
     return window
 
 
-def _state(rng: np.random.Generator, rate: float, retention_s: float) -> dict:
+def _state(draw: Draws, op: int, rate: float, retention_s: float) -> dict:
     available = REFERENCE_SLOT_MB * STATE_FRACTION
-    pressure = log_uniform(rng.random(), *MEMORY_PRESSURE)
-    fixed, per_record = state_split(pressure, uniform(rng.random(), *FIXED_STATE), rate, retention_s, available)
+    pressure = log_uniform(draw(op, "state", "pressure"), *MEMORY_PRESSURE)
+    fixed, per_record = state_split(pressure, uniform(draw(op, "state", "fixed"), *FIXED_STATE), rate,
+                                    retention_s, available)
     return {"working_set_mb": significant(fixed), "bytes_per_record": significant(per_record),
-            "retention_s": retention_s, "miss_penalty": significant(log_uniform(rng.random(), *MISS_PENALTY), 3),
-            "miss_exponent": significant(uniform(rng.random(), *MISS_EXPONENT), 3),
-            "warmup_s": round(uniform(rng.random(), *WARMUP_S)),
-            "warmup_speedup": significant(uniform(rng.random(), *WARMUP_SPEEDUP), 3)}
+            "retention_s": retention_s,
+            "miss_penalty": significant(log_uniform(draw(op, "state", "miss-penalty"), *MISS_PENALTY), 3),
+            "miss_exponent": significant(uniform(draw(op, "state", "miss-exponent"), *MISS_EXPONENT), 3),
+            "warmup_s": round(uniform(draw(op, "state", "warmup"), *WARMUP_S)),
+            "warmup_speedup": significant(uniform(draw(op, "state", "warmup-speedup"), *WARMUP_SPEEDUP), 3)}
 
 
 def profile_name(seed: int, index: int) -> str:
     return f"gen-{seed}-{index:04d}"
 
 
-def profile_rng(seed: int, index: int) -> np.random.Generator:
-    """Profile ``index``'s own stream: its draws depend on (seed, index) alone."""
-    return np.random.default_rng([seed, index])
-
-
 def generate_profile(seed: int, index: int) -> dict:
     """Profile ``index`` of ``seed``, as the mapping its YAML file holds."""
-    rng = profile_rng(seed, index)
-    n = int(rng.integers(OPERATORS[0], OPERATORS[1] + 1))
-    shape, nodes = draw_graph(rng, n)
+    draw = Draws(seed, index)
+    n = uniform_int(draw("operators"), *OPERATORS)
+    shape, nodes = draw_graph(draw, n)
     names = [f"{NAMES[node.kind]}#{k + 1}" for k, node in enumerate(nodes)]
     out_selectivity = []
     operators = []
     for k, node in enumerate(nodes):
-        rate = significant(log_uniform(rng.random(), *TASK_RATE[node.kind]), 3)
+        rate = significant(log_uniform(draw(k, "rate"), *TASK_RATE[node.kind]), 3)
         keyed = node.kind in KEYED
         op = {"name": names[k], "kind": node.kind, "rate": rate,
               "inputs": [{"from": "source" if i < 0 else names[i],
                           "selectivity": 1.0 if i < 0 else out_selectivity[i],
                           "partitioning": "hash" if keyed else "rebalance"} for i in node.inputs]}
         if keyed:
-            op["keys"] = _keys(rng)
+            op["keys"] = _keys(draw, k)
         retention = None
         if node.kind == "window":
-            op["window"] = _window(rng)
+            op["window"] = _window(draw, k)
             retention = op["window"]["size_s"]
         elif keyed:
-            retention = round(log_uniform(rng.random(), *RETENTION_S), 1)
+            retention = round(log_uniform(draw(k, "retention"), *RETENTION_S), 1)
         if keyed:
-            op["state"] = _state(rng, rate, retention)
+            op["state"] = _state(draw, k, rate, retention)
         sel = SELECTIVITY.get(node.kind)
-        out_selectivity.append(significant(log_uniform(rng.random(), *sel), 3) if sel else 1.0)
+        out_selectivity.append(significant(log_uniform(draw(k, "selectivity"), *sel), 3) if sel else 1.0)
         operators.append(op)
-    max_parallelism = ("flink" if rng.random() >= MAX_PARALLELISM_SET
-                       else log_uniform_int(rng.random(), *MAX_PARALLELISM))
+    max_parallelism = ("flink" if draw("max-parallelism", "set") >= MAX_PARALLELISM_SET
+                       else log_uniform_int(draw("max-parallelism", "value"), *MAX_PARALLELISM))
     joins = [len(node.inputs) for node in nodes if node.kind == "join"]
     what = f"{shape} of {n} operators" + (f", a {joins[0]}-input join" if joins else "")
     return {
@@ -289,8 +323,8 @@ def generate_profile(seed: int, index: int) -> dict:
         "description": f"Generated workload (seed {seed}, profile {index}): {what}",
         "memory": {"state_fraction": STATE_FRACTION},
         "max_parallelism": max_parallelism,
-        "data_seed": int(rng.integers(0, 2**31 - 1)),
-        "defaults": {"noise": significant(uniform(rng.random(), *NOISE), 3)},
+        "data_seed": min(2**31 - 2, int(draw("data-seed") * (2**31 - 1))),
+        "defaults": {"noise": significant(uniform(draw("noise"), *NOISE), 3)},
         "operators": operators,
     }
 

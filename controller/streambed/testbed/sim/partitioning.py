@@ -27,6 +27,16 @@ def zipf_weights(count: int, exponent: float) -> np.ndarray:
     return w / w.sum()
 
 
+def key_weights(count: int, exponent: float, hot: float = 0.0) -> np.ndarray:
+    """Probability of each key: Zipf(exponent) over ``count`` keys for ``1 - hot`` of the records, and the
+    first (hottest) key carries ``hot`` on top."""
+    w = zipf_weights(count, exponent)
+    if hot > 0:
+        w *= 1.0 - hot
+        w[0] += hot
+    return w
+
+
 def uniform_shares(parallelism: int) -> np.ndarray:
     return np.full(parallelism, 1.0 / parallelism)
 
@@ -50,11 +60,13 @@ def task_shares_from_key_groups(group_mass: np.ndarray, parallelism: int) -> np.
 class KeyedStream:
     """The key distribution of one keyed operator input, with cached task shares per parallelism."""
 
-    def __init__(self, count: int, exponent: float, seed: int, max_parallelism: int | None = None):
+    def __init__(self, count: int, exponent: float, seed: int, max_parallelism: int | None = None,
+                 hot: float = 0.0):
         self.count = count
         self.exponent = exponent
+        self.hot = hot
         self.fixed_max_parallelism = max_parallelism
-        self._weights = zipf_weights(count, exponent)
+        self._weights = key_weights(count, exponent, hot)
         self._hashes = key_hashes(count, seed)
         self._mass: dict[int, np.ndarray] = {}
         self._shares = lru_cache(maxsize=4096)(self._compute_shares)
@@ -94,5 +106,5 @@ def keyed_streams(profile) -> dict[str, KeyedStream]:
     for k, op in enumerate(profile.operators):
         if op.keys is not None:
             streams[op.name] = KeyedStream(op.keys.count, op.keys.zipf, profile.data_seed + k,
-                                           profile.max_parallelism)
+                                           profile.max_parallelism, hot=op.keys.hot)
     return streams

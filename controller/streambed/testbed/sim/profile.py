@@ -39,10 +39,12 @@ FAMILIES = ("linear", "log", "sqrt")
 
 @dataclass(frozen=True)
 class KeySpec:
-    """Key distribution of a hash-partitioned input: Zipf(``zipf``) over ``count`` keys."""
+    """Key distribution of a hash-partitioned input: Zipf(``zipf``) over ``count`` keys, the first of
+    which also carries a share ``hot`` of the records on its own (a hot key: a default value, a bot)."""
 
     count: int
     zipf: float
+    hot: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -342,12 +344,12 @@ def _parse_operator(f: _Fields, defaults: Mapping[str, float]) -> OperatorSpec:
         ))
     keys = None
     if (k := f.sub("keys")) is not None:
-        k.unknown({"count", "zipf"})
+        k.unknown({"count", "zipf", "hot"})
         count = k.integer("count", minimum=1)
         if count > MAX_KEY_COUNT:
             raise k.fail("count", f"an integer in [1, {MAX_KEY_COUNT:,}] (the simulator holds a weight and a "
                                   f"hash per key)", count)
-        keys = KeySpec(count=count, zipf=k.number("zipf", 0.0))
+        keys = KeySpec(count=count, zipf=k.number("zipf", 0.0), hot=k.number("hot", 0.0, maximum=0.99))
     if any(i.partitioning == "hash" for i in inputs) and keys is None:
         raise ProfileError(f"{f.origin}: {f.path('keys')}: missing (a hash-partitioned input needs a key distribution)")
     if keys is not None and not any(i.partitioning == "hash" for i in inputs):

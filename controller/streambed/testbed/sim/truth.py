@@ -15,6 +15,9 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
 
 from ...errors import UserError
 from ...model import Configuration, keygroups
@@ -37,6 +40,48 @@ class TruthSettings:
     dt: float = 0.1
     seed: int = 12345
     max_slots: int = 100_000
+
+
+def backlog_growth(backlog: Sequence[float], dt: float, slides_s: Sequence[float] = ()) -> float:
+    """How much a job's backlog grew over an observation, with the swings of its window firings removed.
+
+    ``backlog``: the backlog (source events) at the observation's start and after each step of ``dt``
+    seconds. A window operator fires every slide: its burst fills the buffers downstream, which drain
+    before the next firing when the job keeps up, so the backlog swings within each slide whether or not
+    it falls behind. A moving average over one slide removes a swing that repeats every slide, so the
+    series is averaged over each distinct slide in ``slides_s`` in turn, and the growth is the
+    least-squares trend of what remains, times the observation's length. The trend spans every window
+    period observed (a straggling firing near either end weighs as little as one in the middle), as the
+    estimator judges a window over at least the query's state span rather than at one instant.
+    Negative growth (a backlog draining) is returned as it is; the caller decides what it counts for."""
+    y = np.asarray(backlog, dtype=np.float64)
+    observed_s = (len(y) - 1) * dt
+    for width in sorted({max(1, round(s / dt)) for s in slides_s if s > 0}):
+        if width > 1:
+            if len(y) <= width:
+                raise ValueError(f"an observation of {observed_s:g} s cannot average out a {width * dt:g}-s slide")
+            y = np.convolve(y, np.full(width, 1.0 / width), mode="valid")
+    if len(y) < 2:
+        return 0.0
+    t = np.arange(len(y), dtype=np.float64) * dt
+    slope = float(np.polyfit(t, y, 1)[0])
+    return slope * observed_s
+
+
+OBSERVED_SLIDES = 3.0
+"""The observation spans at least this many times the sum of the job's window slides (the averages
+over each slide consume one slide each and the trend needs the rest)."""
+
+
+def observation_s(observe_s: float, slides_s: Sequence[float], dt: float) -> float:
+    """The observation's length: at least ``observe_s`` and OBSERVED_SLIDES x the sum of the distinct
+    slides, rounded up to whole periods of the longest slide (so the source's losses at firings are
+    counted over whole periods too) and to whole steps."""
+    slides = sorted({s for s in slides_s if s > 0})
+    length = max(observe_s, OBSERVED_SLIDES * sum(slides))
+    if slides:
+        length = math.ceil(length / slides[-1] - 1e-9) * slides[-1]
+    return math.ceil(length / dt - 1e-9) * dt
 
 
 STATE_AGE_S = 1e6
@@ -98,18 +143,26 @@ class GroundTruth:
 
     def _sustains(self, warmed: Engine, rate: float) -> bool:
         """Whether the source emits ``threshold`` of what it is offered over the observation, and the job
-        processes it: records piling up in its buffers count as not processed (a large job's buffers can
-        take minutes of an overload before they hold the source back: q5 at 20,000 slots absorbed 300 s of
-        a 10 % overload). A backlog that shrinks does not count in favour: it was offered before."""
+        processes it: a backlog that grows over the observation counts as not processed (a large job's
+        buffers can take minutes of an overload before they hold the source back: q5 at 20,000 slots
+        absorbed 300 s of a 10 % overload). The growth is the backlog's trend over whole window periods
+        (``backlog_growth``), not its swing within one: a window burst in flight when the observation
+        ends is not falling behind. A backlog that shrinks does not count in favour: it was offered
+        before."""
         s = self.settings
         eng = copy.deepcopy(warmed, memo={id(warmed.profile): warmed.profile})
         eng.set_rate(rate)
         eng.advance(s.ramp_s)
-        e0, o0, b0 = eng.emitted_total, eng.offered_total, eng.backlog
-        eng.advance(s.observe_s)
+        slides = [o.window.slide_s for o in self.profile.operators if o.window is not None]
+        steps = round(observation_s(s.observe_s, slides, s.dt) / s.dt)
+        e0, o0 = eng.emitted_total, eng.offered_total
+        backlog = [eng.backlog]
+        for _ in range(steps):
+            eng.advance(s.dt)
+            backlog.append(eng.backlog)
         offered = eng.offered_total - o0
         emitted = eng.emitted_total - e0
-        piled = max(0.0, eng.backlog - b0)
+        piled = max(0.0, backlog_growth(backlog, s.dt, slides))
         return offered > 0 and emitted - piled >= s.threshold * offered
 
     def engine_mst(self, configuration: Configuration, memory_mb: float, estimate: float) -> float:
