@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import re
 import subprocess
 import time
@@ -223,6 +224,9 @@ class FlinkTestbed:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         except FileNotFoundError:
             raise UserError("java: not found; the Flink testbed needs a JDK 17 (java and javac)") from None
+        except subprocess.TimeoutExpired:
+            raise UserError(f"query {name}: the job did not explain its graph within 120 s "
+                            f"(the machine is overloaded? load average {os.getloadavg()[0]:.0f})") from None
         if p.returncode != 0:
             err = next((l for l in p.stderr.splitlines() if l.startswith(SQL_ERROR)), None)
             if err:
