@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from fake_testbed import FakeTestbed
 
 from streambed.errors import UserError
 from streambed.model import Configuration, Measurement, OperatorMetrics, Query, keygroups
 from streambed.planner import PLANNERS, PlanningRequest, planner_named
 from streambed.planner.ds2 import (Autoscaler, Ds2Loop, LoopOptions, aligned, bounded_scale_down, catch_up_factor,
                                    operator_metrics, parse_catch_up, scale_up_effective, scaling_target, within_band)
-from streambed.testbed.fake import FakeTestbed
 
 TOY = Query("toy", ("map", "agg", "sink"), (("source", "map"), ("map", "agg"), ("agg", "sink")),
             keyed=frozenset({"agg"}))
