@@ -11,6 +11,9 @@
   applies configurations, the metrics package observes them.
 * Deployment is a callback (``deploy``): whoever builds the testbed decides how TaskManagers of a
   budget's memory come up (streambed.infra deploys them through Ansible from an inventory).
+* CPU: at both ends of every window the TaskManagers' cgroups and the host's CPU pressure are read
+  (testbed/pressure.py); a window taken while the host was short of CPU is observed again, kept in
+  the measurement, and after ``DisturbanceSettings.repeats`` such windows MachineTooBusy ends it.
 * Failures are typed: a restart during a window is JobRestarted, missing series MetricsMissing, a REST
   API or Prometheus that does not answer within ``timeout_s`` TestbedUnreachable, SQL that Flink
   rejects QueryRejected with Flink's own message.
