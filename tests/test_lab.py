@@ -220,3 +220,18 @@ def test_end_offsets_on_a_kafka_node_without_a_broker_is_one_line_and_connects_n
                                         r"\(kafka_distribution=none in the inventory\): topic bids has no end "
                                         r"offsets to read$"):
         kafka_end_offsets(inventory, "bids", transport=NoConnection(), hosts={node.name: node})
+
+
+def test_the_data_directory_of_a_kafka_node_with_a_data_disk_is_on_that_disk():
+    """As the kafka role places log.dirs: on the mounted data disk when the host has one (the lab's
+    loop disk, EC2's NVMe), so that `nodes disks` checks the disk Kafka fills, not the root disk."""
+    from streambed.infra.hosts import Host
+    from streambed.infra.nodes import data_dirs
+
+    roots = {"streambed_state_dir": "/var/lib/streambed"}
+    with_disk = Host("k", ("kafka",), "ssh", "10.213.0.10", variables={**roots, "kafka_data_device": "/dev/loop0"})
+    assert data_dirs(with_disk) == ["/var/lib/streambed", "/var/lib/streambed/kafka-data/kafka-logs"]
+    moved = Host("k", ("kafka",), "ssh", "a", variables={**roots, "kafka_data_device": "/dev/nvme1n1",
+                                                           "kafka_data_mount": "/data"})
+    assert data_dirs(moved)[1:] == ["/data/kafka-logs"]
+    assert data_dirs(Host("k", ("kafka",), "ssh", "a", variables=roots))[1:] == ["/var/lib/streambed/kafka-logs"]

@@ -156,12 +156,16 @@ class DiskReport:
 def data_dirs(host: Host) -> list[str]:
     """The directories that fill up on ``host``: the state directory (Flink's logs, RocksDB, checkpoints)
     and, on Kafka hosts, the brokers' data directories (``log.dirs``): ``kafka_log_dirs`` (a list or
-    comma-separated), else the kafka role's default ``<kafka_state_dir>/kafka-logs``. (The role's
-    ``kafka_log_dir``, singular, is Kafka's own application logs, not data.)"""
+    comma-separated), else the kafka role's default: ``<kafka_data_mount>/kafka-logs`` on a host with a
+    data disk (``kafka_data_device``; the mount defaults to ``<kafka_state_dir>/kafka-data``), else
+    ``<kafka_state_dir>/kafka-logs``. (The role's ``kafka_log_dir``, singular, is Kafka's own application
+    logs, not data.)"""
     dirs = [host.state_dir()]
     if KAFKA_GROUP in host.groups:
-        kafka_state = host.setting("kafka_state_dir") or host.setting("streambed_state_dir") or DEFAULT_STATE_DIR
-        value = host.setting("kafka_log_dirs") or [posixpath.join(str(kafka_state), "kafka-logs")]
+        kafka_state = str(host.setting("kafka_state_dir") or host.setting("streambed_state_dir") or DEFAULT_STATE_DIR)
+        parent = (str(host.setting("kafka_data_mount") or posixpath.join(kafka_state, "kafka-data"))
+                  if host.setting("kafka_data_device") else kafka_state)
+        value = host.setting("kafka_log_dirs") or [posixpath.join(parent, "kafka-logs")]
         dirs += [str(v) for v in (value.split(",") if isinstance(value, str) else value) if str(v).strip()]
     return list(dict.fromkeys(d.strip() for d in dirs))
 
