@@ -20,6 +20,7 @@ import json
 import time
 from pathlib import Path
 
+from streambed.model import Configuration
 from streambed.planner import PlanningRequest
 from streambed.planner.imai import Imai, mape, rmse
 from streambed.testbed.sim.profile import load_profile
@@ -74,6 +75,13 @@ def main() -> None:
             for m, mst in points:
                 print(f"  {what:10s} {m:4d} slots: MST {mst:14,.0f}  truth {true[m]:14,.0f}  "
                       f"({100 * (mst / true[m] - 1):+.1f} %)")
+        for step in ev.steps:
+            if step.note == "validate" and profile.analytic is None:
+                # the truth of the configuration the policy chose, against the truth of the best one
+                own = truth.configuration_mst(Configuration.of(testbed.query(name), step.configuration),
+                                              ev.memory_mb).mst
+                print(f"  validation {step.slots:4d} slots: the policy's configuration {dict(step.configuration)} "
+                      f"sustains {own:,.0f} by the truth")
         if not ev.validation:
             print("  validation: none (the models never differ by more than tau beyond the training range)")
         for f in ev.fits:

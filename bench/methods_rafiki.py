@@ -1,7 +1,7 @@
 """Rafiki's capacity table on the sim's Nexmark profiles against the sim's true per-task capacities.
 
     .venv/bin/python bench/methods_rafiki.py [--profiles q1,q2,q5,q8,q11] [--max-parallelism 6]
-        [--max-slots 256] [--runs 60] [--warmup 60] [--observe 60] [--seed 0]
+        [--max-slots 256] [--runs 60] [--warmup 60] [--observe 60] [--busy 0.9] [--seed 0]
 
 Per profile: the profiling loop's runs and why it stopped; per operator, the capacity per task Rafiki
 reads (a maximum, or a lower bound when the operator never was the bottleneck) against the sim's truth
@@ -32,6 +32,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--warmup", type=float, default=60.0, help="each run's warm-up, s (the paper's runs: 2 min)")
     parser.add_argument("--observe", type=float, default=60.0, help="each run's observation, s")
+    parser.add_argument("--busy", type=float, default=0.9,
+                        help="busy share a maximum needs (1e-9: back-pressure alone, as the paper)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     nominal_errors, at_p_errors, bounds = [], [], 0
@@ -41,7 +43,8 @@ def main() -> None:
         testbed = SimTestbed(profile, SimSettings(max_slots=args.max_slots, seed=args.seed))
         request = PlanningRequest(name, 1.0, seed=args.seed, max_measurements=args.runs,
                                   options={"max_parallelism": args.max_parallelism,
-                                           "warmup_s": args.warmup, "observe_s": args.observe})
+                                           "warmup_s": args.warmup, "observe_s": args.observe,
+                                           "busy": args.busy})
         ev = Rafiki().explore(testbed, request)
         truth = CapacityModel(profile, ev.memory_mb)
         caps = capacities(ev.entries)

@@ -7,13 +7,13 @@ import math
 
 import numpy as np
 import pytest
+from fake_testbed import FakeTestbed
 
 from streambed.errors import UserError
 from streambed.model import Configuration, Query
 from streambed.planner import PLANNERS, PlanningRequest, planner_named
 from streambed.planner.imai import (Fit, fit_model1, fit_model2, intersections, mape, scale_offset, select_model,
                                     smallest_scale, training_slots, training_subset, validation_points)
-from streambed.testbed.fake import FakeTestbed
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth, TruthSettings
