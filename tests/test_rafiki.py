@@ -10,8 +10,8 @@ import pytest
 from streambed.errors import UserError
 from streambed.model import Measurement, OperatorMetrics, Query
 from streambed.planner import PLANNERS, PlanningRequest, planner_named
-from streambed.planner.rafiki import (Entry, backpressured, bottleneck, capacities, input_ratios, recovery_time,
-                                      table_entries, tasks_for)
+from streambed.planner.rafiki import (Entry, Rafiki, RafikiEvidence, backpressured, bottleneck, capacities,
+                                      input_ratios, recovery_time, table_entries, tasks_for)
 from streambed.testbed.sim.capacity import CapacityModel
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
@@ -135,3 +135,12 @@ def test_bad_options_are_one_line_naming_the_option(options, message):
     tb = SimTestbed(load_profile("q1"), SimSettings(max_slots=8))
     with pytest.raises(UserError, match=message):
         planner_named("rafiki").explore(tb, PlanningRequest("q1", 1e6, options=options))
+
+
+def test_an_operator_no_record_reached_gets_one_task_and_a_note():
+    entries = [Entry("parse", 2, 40_000.0, True, 0), Entry("agg", 1, 0.0, False, 0), Entry("sink", 1, 0.0, False, 0)]
+    ev = RafikiEvidence("chain", 4096, entries, {"parse": 1.0, "agg": 0.0, "sink": 0.0})
+    sizing = Rafiki().plan(ev, PlanningRequest("chain", 70_000.0))
+    assert sizing.configuration == {"parse": 5, "agg": 1, "sink": 1}  # 70,000 / (20,000 x 0.7) = 5
+    assert any("agg, sink received no record" in n for n in sizing.notes)
+    assert sizing.detail["utilization"] == pytest.approx(0.7)

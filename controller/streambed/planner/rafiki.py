@@ -271,14 +271,20 @@ class Rafiki:
         o = self.options(request)
         u, backlog = o.utilization, o.backlog_s
         caps = capacities(evidence.entries)
-        parallelism = {op: tasks_for(request.rate, evidence.ratios[op], c, u) for op, (c, _) in caps.items()}
+        # an operator no record reached in any run (a filter that dropped all) says nothing: one task
+        unseen = [op for op, (c, _) in caps.items() if c <= 0]
+        parallelism = {op: 1 if op in unseen else tasks_for(request.rate, evidence.ratios[op], c, u)
+                       for op, (c, _) in caps.items()}
         # the plan's utilization is its busiest operator's, what its recovery depends on
-        load = max(request.rate * evidence.ratios[op] / (parallelism[op] * c) for op, (c, _) in caps.items())
+        load = max((request.rate * evidence.ratios[op] / (parallelism[op] * c) for op, (c, _) in caps.items()
+                    if op not in unseen), default=0.0)
         bounds = [op for op, (_, mx) in caps.items() if not mx]
         notes = [f"at {load:.0%} utilization a failure with {backlog:g} s of backlog recovers in "
                  f"{recovery_time(backlog, load):,.0f} s"]
         if bounds:
             notes.append(f"capacity of {', '.join(bounds)} is a lower bound (never the bottleneck)")
+        if unseen:
+            notes.append(f"{', '.join(unseen)} received no record while profiled: one task each")
         detail = {**evidence.to_dict(), "utilization_target": u, "utilization": load, "backlog_s": backlog,
                   "recovery_s": recovery_time(backlog, load)}
         return Sizing(self.name, request.query, request.rate, sum(parallelism.values()), evidence.memory_mb,
