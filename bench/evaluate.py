@@ -51,7 +51,7 @@ from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
 from streambed.policies.bids2 import bids2
 from streambed.policies.ds2 import ds2
-from streambed.paper import QUERIES as NEXMARK_QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
+from paper import QUERIES as NEXMARK_QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
 from streambed.model import Features
 from streambed.surrogates import fit, inverse_solve, loocv_rmse

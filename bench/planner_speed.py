@@ -17,7 +17,7 @@ import time
 
 from streambed.model import OperatorRates, SingleTaskMetrics
 from streambed.policies.bids2 import bids2
-from streambed.paper import TABLE_IV_RATE
+from paper import TABLE_IV_RATE
 from streambed.model import Features, Surrogate
 from streambed.surrogates import inverse_solve
 

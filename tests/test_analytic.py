@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from streambed.model import Budget
-from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
+from paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.testbed.sim.capacity import AnalyticCapacityModel
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed

@@ -15,7 +15,7 @@ from streambed.model import Budget, Configuration, OperatorRates, Query, SingleT
 from streambed.optimizer import ConfigurationOptimizer
 from streambed.policies.bids2 import bids2
 from streambed.surrogates import Surrogate
-from streambed.testbed.fake import FakeTestbed
+from fake_testbed import FakeTestbed
 
 TIMING = Timing("t", warmup_s=10, cooldown_s=2, cooldown_rate_per_source=10, ramp_s=2, observe_s=5,
                 max_iterations=12, sensibility=0.01, warmup_observe_s=5, max_cooldown_s=10)

@@ -17,7 +17,7 @@ import pytest
 from clitools import error_line, json_result, streambed
 from conftest import PAPER_DATA, REPO
 from streambed.model import OperatorRates, SingleTaskMetrics
-from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
+from paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import (RecordError, paper_search_file, read_measurements, read_single_task_metrics,
                                write_measurements_csv, write_operator_rates_csv, write_single_task_json)
 
@@ -427,11 +427,11 @@ def test_holdout_rejects_a_non_positive_reference(tmp_path):
 
 
 def test_heldout_bench_measures_the_largest_budget_again_on_the_plans_testbed(plan_campaign, tmp_path):
-    """bench/heldout.py on a sim plan: the plan's largest configuration estimated --repeats times on
+    """bench/experiments/heldout.py on a sim plan: the plan's largest configuration estimated --repeats times on
     the plan's own testbed, each a campaign of its own, then `holdout` with those MSTs as references."""
     cwd, _ = plan_campaign
     shutil.copytree(cwd / "p", tmp_path / "p")
-    run = subprocess.run([sys.executable, str(REPO / "bench" / "heldout.py"), "--campaign-dir", str(tmp_path / "p"),
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "experiments" / "heldout.py"), "--campaign-dir", str(tmp_path / "p"),
                           "--repeats", "2"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     d = json.loads(run.stdout)
@@ -443,7 +443,7 @@ def test_heldout_bench_measures_the_largest_budget_again_on_the_plans_testbed(pl
 
 
 def test_heldout_bench_refuses_a_directory_without_a_plan_in_one_line(tmp_path):
-    run = subprocess.run([sys.executable, str(REPO / "bench" / "heldout.py"), "--campaign-dir", str(tmp_path)],
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "experiments" / "heldout.py"), "--campaign-dir", str(tmp_path)],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == [f"heldout: --campaign-dir: {tmp_path}: no campaign ledger "

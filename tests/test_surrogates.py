@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PAPER_DATA
 
-from streambed.paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
+from paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
 from streambed.model import FAMILIES, Features, Observation, Surrogate
 from streambed.surrogates import (

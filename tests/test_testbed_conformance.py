@@ -11,7 +11,7 @@ from conformance import ConformanceCase, TestbedConformance
 from streambed.errors import JobRestarted, MetricsMissing
 from streambed.model import Budget, Configuration, Query, SingleTaskMetrics
 from streambed.testbed import base
-from streambed.testbed.fake import FakeTestbed
+from fake_testbed import FakeTestbed
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 

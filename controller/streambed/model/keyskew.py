@@ -10,7 +10,7 @@ The busiest of n such tasks exceeds g by up to sqrt(2 ln n) standard deviations 
 So measured on a small testbed the excess looks harmless and it grows with p: the mean task's
 share falls as 1/p, the excess only as 1/sqrt(p). On the sim's q11 (200,000 bidders, Zipf 0.3),
 the busiest window task carries 3 % more than the mean at 43 tasks and 29 % more at 1,366
-(`bench/skew_growth.py`); carried unchanged from the testbed, the 3 % under-provisioned q11 at
+(`bench/experiments/skew_growth.py`); carried unchanged from the testbed, the 3 % under-provisioned q11 at
 25 x (docs/evaluation.md).
 
 H is read from each measured run's per-task *input records* (``OperatorMetrics.task_input``), not
@@ -135,7 +135,7 @@ def deviation_terms(task_input: Sequence[float], max_parallelism: int, records: 
 HOT_KEY_RATIO = 1.3
 """A run's busiest task is taken to hold one hot key when its excess over its key groups' share is
 more than this many times the excess the concentration alone explains (KeySkew.busiest_share).
-Measured at 5-43 tasks over 14 key distributions hashed at random, 4 seeds each (bench/skew_law.py):
+Measured at 5-43 tasks over 14 key distributions hashed at random, 4 seeds each (bench/experiments/skew_law.py):
 every Zipf 0.8-1.1 shape had its hot key found, no many-key shape (Zipf 0.2-0.3) had one invented; at
 1.1 a 500,000-key Zipf 0.2 shape got a key it does not have (2 x over at 3,000 tasks), at 1.5 a third
 of the Zipf 0.8-0.85 draws lost theirs (0.11 x the busiest share)."""

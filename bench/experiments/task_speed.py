@@ -4,7 +4,7 @@ busiest tasks are its bottleneck; after a ramp-up, observes three windows per jo
 window, what the job achieved and the records/s its tasks at least 0.95 busy took in (their speed).
 With --fresh the testbed is stopped first, so that the first job runs on TaskManagers just started.
 Asserts nothing. Prints JSON lines, then one summary line per job.
-Run: .venv/bin/python bench/task_speed.py --query q11 --operator GroupWindowAggregate#2 \\
+Run: .venv/bin/python bench/experiments/task_speed.py --query q11 --operator GroupWindowAggregate#2 \\
        --config Calc#1=1,GroupWindowAggregate#2=4,Calc#3=1,Sink#4=1 --rate 40000 --jobs 3 --fresh
 """
 
@@ -23,7 +23,7 @@ from streambed.errors import StreamBedError, UserError
 from streambed.model import Budget, Configuration
 from streambed.testbed.base import TestbedRequest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUSY = 0.95
 """A task at least this busy is the bottleneck: what it takes in is its speed."""
 

@@ -1,4 +1,4 @@
-"""Benchmark: the held-out check of a finished plan (issue 12). The explorer's model is fitted on every
+"""Benchmark: the held-out check of a finished plan. The explorer's model is fitted on every
 measurement of the plan but those at its largest budget and predicts that budget; the prediction is
 compared with the plan's own measurement there and with the same configuration measured again,
 separately, --repeats times on the plan's testbed (each a campaign of its own under
@@ -6,7 +6,7 @@ separately, --repeats times on the plan's testbed (each a campaign of its own un
 A replay plan's data set is replayed again; a plan's ledger does not record its inventory or sim
 profile, so give them after `--` as the plan had them (every argument there goes to each estimate).
 Asserts nothing. Prints the repeats, the table of `streambed holdout`, and its JSON.
-Run: .venv/bin/python bench/heldout.py --campaign-dir campaigns/plan-q11 --repeats 3 [-- --inventory DIR]
+Run: .venv/bin/python bench/experiments/heldout.py --campaign-dir campaigns/plan-q11 --repeats 3 [-- --inventory DIR]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from streambed.commands import args as parse
 from streambed.errors import StreamBedError, UserError
 from streambed.records import RecordError, read_campaign
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STREAMBED = Path(sys.executable).with_name("streambed")
 
 

@@ -2,7 +2,7 @@
 sim's own key hashing (Flink's key-group rule, testbed/sim/partitioning.py): the measured
 imbalance at the testbed's scale against the one 10-30x beyond it (docs/evaluation.md, section A).
 
-    .venv/bin/python bench/skew_growth.py [--profile q11] [--parallelism 4,16,43,128,512,1366]
+    .venv/bin/python bench/experiments/skew_growth.py [--profile q11] [--parallelism 4,16,43,128,512,1366]
 """
 
 from __future__ import annotations

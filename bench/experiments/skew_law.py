@@ -2,7 +2,7 @@
 (model/keyskew.py): key distributions hashed at random (the sim's hashing, Flink's key-group ranges),
 measured at the testbed's parallelisms, predicted at 100-3,000 tasks, against the share the keys give.
 
-    .venv/bin/python bench/skew_law.py [--measured 5,10,16,28,43] [--predicted 100,300,700,1400,3000] [--seeds 3,4,5,6]
+    .venv/bin/python bench/experiments/skew_law.py [--measured 5,10,16,28,43] [--predicted 100,300,700,1400,3000] [--seeds 3,4,5,6]
 
 Prints, per distribution and seed, the estimated concentration H (and the true one), the hot key found,
 and predicted / true busiest share per predicted parallelism; then a summary (under 0.95, over 1.3).

@@ -2,7 +2,7 @@
 once uninterrupted, then once per kill point: started, killed with SIGKILL once the ledger holds that
 many steps, resumed; compares each resumed result with the uninterrupted one, field by field
 (the ledger counts and file paths aside). Prints one line per kill and a summary. Asserts nothing.
-Run: .venv/bin/python bench/resume_determinism.py [--kills 5,12,20,30,40] -- plan --query q8 --rate 1e7 --profiles 2048,4096 --timing quick --max-measurements 8
+Run: .venv/bin/python bench/experiments/resume_determinism.py [--kills 5,12,20,30,40] -- plan --query q8 --rate 1e7 --profiles 2048,4096 --timing quick --max-measurements 8
 """
 
 from __future__ import annotations

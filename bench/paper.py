@@ -2,7 +2,7 @@
 that evaluation and tests compare StreamBed's numbers with. Values as printed in the paper.
 
 Memory is per task slot in MB (the paper's 0.5/1/2/4 GB profiles); the paper's data files give
-TaskManager memory instead (16 slots each, see records.py).
+TaskManager memory instead (16 slots each, see streambed/records.py).
 """
 
 from __future__ import annotations

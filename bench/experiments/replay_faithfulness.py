@@ -4,7 +4,7 @@ drift of the machine falls on both alike. Prints every MST, each input's spread 
 the ratio of the medians; a faithful replay's ratio lies within the run-to-run spread. Asserts
 nothing. Needs the local Flink testbed (it deploys it if needed) and a quiet machine.
 
-Run: .venv/bin/python bench/replay_faithfulness.py [--query q11] [--events 3000000] [--runs 3]
+Run: .venv/bin/python bench/experiments/replay_faithfulness.py [--query q11] [--events 3000000] [--runs 3]
      [--lake /tmp/streambed-lake] [--out campaigns/faithfulness] [--json]
 """
 

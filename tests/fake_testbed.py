@@ -26,10 +26,10 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..errors import TestbedError, UserError
-from ..metrics import window
-from ..model import Budget, Configuration, Measurement, OperatorRates, Query, TestbedInfo
-from .base import Run, check_start
+from streambed.errors import TestbedError, UserError
+from streambed.metrics import window
+from streambed.model import Budget, Configuration, Measurement, OperatorRates, Query, TestbedInfo
+from streambed.testbed.base import Run, check_start
 
 Rates = Mapping[str, OperatorRates | tuple[float, float]]
 """Per operator: (o_i, r_i), the true rate of one task and the input ratio."""

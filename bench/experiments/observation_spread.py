@@ -3,7 +3,7 @@ observation window. Runs the Capacity Estimator RUNS times on the local Flink te
 timing, its observation window replaced by --observe, and prints each MST, the windows behind it
 and the spread (max / min). Asserts nothing. Do not run it beside make test or make evaluate: they
 share the machine's two cores.
-Run: .venv/bin/python bench/observation_spread.py --query q11 --config Calc#1=1,GroupWindowAggregate#2=4,Calc#3=1,Sink#4=1 --observe 18 --runs 3
+Run: .venv/bin/python bench/experiments/observation_spread.py --query q11 --config Calc#1=1,GroupWindowAggregate#2=4,Calc#3=1,Sink#4=1 --observe 18 --runs 3
 """
 
 from __future__ import annotations
