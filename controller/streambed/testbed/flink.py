@@ -131,6 +131,9 @@ REST_ATTEMPT_S = 10.0
 JOB_METRICS_WAIT_S = 15.0
 """Longest wait for a new job's numRestarts in the REST API: its metric store is refreshed every
 ``metrics.fetcher.update-interval`` (10 s by default), so a job seconds old may not be in it yet."""
+EXPLAIN_TIMEOUT_S = 600.0
+"""Longest wait for the job to explain a query's graph (a local JVM planning the SQL)."""
+
 
 @dataclass(frozen=True)
 class FlinkSettings:
@@ -224,11 +227,12 @@ class FlinkTestbed:
         cmd = ["java", "-cp", f"{s.flink_home / 'lib'}/*:{s.jar}", "org.streambed.flink.StreamBedJob", "--explain",
                "--sql-b64", base64.b64encode(sql.encode()).decode()]
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            # A JVM that plans SQL: seconds when idle, minutes on 2 cores shared by a lab of 9 hosts.
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=EXPLAIN_TIMEOUT_S)
         except FileNotFoundError:
             raise UserError("java: not found; the Flink testbed needs a JDK 17 (java and javac)") from None
         except subprocess.TimeoutExpired:
-            raise UserError(f"query {name}: the job did not explain its graph within 120 s "
+            raise UserError(f"query {name}: the job did not explain its graph within {EXPLAIN_TIMEOUT_S:.0f} s "
                             f"(the machine is overloaded? load average {os.getloadavg()[0]:.0f})") from None
         if p.returncode != 0:
             err = next((l for l in p.stderr.splitlines() if l.startswith(SQL_ERROR)), None)
