@@ -7,7 +7,10 @@ import pytest
 
 from streambed.errors import UserError
 from streambed.planner.estimator import Timing, CapacityEstimator
-from streambed.planner.explorer import ExplorerSettings, ResourceExplorer, corners, select_family, should_stop
+from streambed.planner.exploration import ExplorerSettings
+from streambed.planner.explorer import ResourceExplorer
+from streambed.planner.search import corners, should_stop
+from streambed.planner.selection import select_family
 from streambed.ledger import Ledger
 from streambed.planner.optimizer import ConfigurationOptimizer
 from streambed.model import Features, Observation
@@ -89,7 +92,8 @@ def test_explorer_refuses_memory_the_testbed_does_not_offer(tmp_path):
 
 
 def test_plans_by_family_inverse_solves_each_family_on_the_same_measurements():
-    from streambed.planner.explorer import ExplorerSettings, plans_by_family
+    from streambed.planner.exploration import ExplorerSettings
+    from streambed.planner.sizing import plans_by_family
     from streambed.model import Features, Observation
     from streambed.planner.surrogates import fit, inverse_solve
 
@@ -147,7 +151,7 @@ def test_the_plans_last_bids2_pass_takes_the_rates_of_the_largest_run_of_its_pro
     """Section VI, model usage: "true processing rates and busyness levels collected for the largest
     number of cores in D with the selected resource profile"; a profile D never ran falls back to
     its single-task run."""
-    from streambed.planner.explorer import Exploration, ExplorationPoint
+    from streambed.planner.exploration import Exploration, ExplorationPoint
     from streambed.model import Query, TestbedInfo
 
     q = Query("q", ("a", "b"), (("source", "a"), ("a", "b")))
@@ -166,8 +170,6 @@ def test_the_plans_last_bids2_pass_takes_the_rates_of_the_largest_run_of_its_pro
     # 512 MB sustained nothing in D: its single-task run
     _, origin = re_.final_metrics(ex, 512)
     assert origin == "the single-task run" and co.asked == [512]
-    single = ResourceExplorer(co, re_.info, ExplorerSettings(final_metrics="single-task"))
-    assert single.final_metrics(ex, 4096)[1] == "the single-task run"
 
 
 def test_a_single_task_configuration_asked_for_again_is_measured_again(tmp_path):
@@ -188,7 +190,8 @@ def test_a_single_task_configuration_asked_for_again_is_measured_again(tmp_path)
 
 
 def test_guard_rails_stop_a_plan_where_the_model_is_no_longer_trusted():
-    from streambed.planner.explorer import ExplorerSettings, guarded_solve, trusted_slots
+    from streambed.planner.exploration import ExplorerSettings
+    from streambed.planner.sizing import guarded_solve, trusted_slots
     from streambed.model import Features, Surrogate
 
     f = Features(memory="slot_mb", log="log")
@@ -211,13 +214,13 @@ def test_guard_rails_stop_a_plan_where_the_model_is_no_longer_trusted():
 
 
 def _point(slots, mst, configuration, memory=4096):
-    from streambed.planner.explorer import ExplorationPoint
+    from streambed.planner.exploration import ExplorationPoint
 
     return ExplorationPoint(memory, slots, mst, configuration, 0.0, math.nan, 0.0, "search")
 
 
 def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_do():
-    from streambed.planner.explorer import efficiency
+    from streambed.planner.sizing import efficiency
 
     predict = lambda p: 1000.0 * p.configuration["A"]  # noqa: E731 - a policy whose prediction is linear in A's tasks
     flat = [_point(p, 900.0 * p, {"A": p}) for p in (4, 16, 48)]
@@ -232,7 +235,7 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     assert eta_top == pytest.approx(0.5) and eta(480) < 0.5 and eta(48) == pytest.approx(0.5)
     # between the two largest budgets (a testbed's and a checkpoint's): linear in sqrt(2 ln P) from one to
     # the other, the scale of the slowest of P tasks' lag (explorer.spread)
-    from streambed.planner.explorer import spread
+    from streambed.planner.sizing import spread
     at_12 = 1 - 0.5 * math.log(3) / math.log(12)
     assert spread(24) == pytest.approx(math.sqrt(2 * math.log(24)))
     assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * (spread(24) - spread(12)) / (spread(48) - spread(12)))
@@ -247,7 +250,7 @@ def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level()
     """pooled_decline: one slope along spread(P) for every memory, fitted on the measurements centred
     per memory, so that one memory's noisy pair of budgets does not set its own decline; a memory
     with one budget adds nothing. efficiency(decline=...) then lowers every memory by that slope."""
-    from streambed.planner.explorer import efficiency, pooled_decline, spread
+    from streambed.planner.sizing import efficiency, pooled_decline, spread
 
     x4, x48 = spread(4), spread(48)
     # two memories with the same true slope -0.02 at levels 0.95 and 0.80: the pooled slope is it
@@ -277,22 +280,19 @@ def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level()
 def test_a_slot_slope_per_memory_where_cross_validation_prefers_it():
     """select_features: a memory-bound query (small memories flat in P, 4 GB steep) gets the
     interaction; a query whose memory does not change a slot's worth keeps Eq. 6-8."""
-    from streambed.planner.explorer import select_features
+    from streambed.planner.selection import select_features
     from streambed.model import FAMILIES, Features, Observation
 
     rng = np.random.default_rng(3)
     budgets = [(m, p) for m in (512, 1024, 2048, 4096) for p in (9, 14, 24, 33, 48)]
     bound = [Observation(m, p, (m / 4096) ** 2 * 170_000 * p * (1 + 0.02 * rng.standard_normal())) for m, p in budgets]
     plain = [Observation(m, p, (40_000 * p + 30 * m) * (1 + 0.02 * rng.standard_normal())) for m, p in budgets]
-    assert select_features(bound, Features(), FAMILIES, "auto").interaction
-    assert not select_features(plain, Features(), FAMILIES, "auto").interaction
-    assert select_features(bound, Features(), FAMILIES, "shared") == Features()
-    with pytest.raises(UserError, match="slot_slope"):
-        select_features(bound, Features(), FAMILIES, "per-memory")
+    assert select_features(bound, Features(), FAMILIES).interaction
+    assert not select_features(plain, Features(), FAMILIES).interaction
 
 
 def test_the_plans_own_configuration_gets_the_slots_it_needs():
-    from streambed.planner.explorer import configured_slots
+    from streambed.planner.sizing import configured_slots
     from streambed.model import OperatorRates, SingleTaskMetrics
     from streambed.planner.policies import policy_named
 
@@ -307,7 +307,7 @@ def test_the_plans_own_configuration_gets_the_slots_it_needs():
 
 
 def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():
-    from streambed.planner.explorer import risk_of, risk_solve
+    from streambed.planner.sizing import risk_of, risk_solve
     from streambed.model import Features, Observation
     from streambed.planner.surrogates import bootstrap_fits
 
@@ -329,7 +329,7 @@ def test_the_plan_within_a_cluster_serves_the_highest_rate_that_fits_it(tmp_path
     rate no longer does; an exploration read back from its JSON plans the same."""
     from dataclasses import replace as with_
 
-    from streambed.planner.explorer import Exploration
+    from streambed.planner.exploration import Exploration
 
     ex_, ledger, _ = explorer(tmp_path, "paper-q5-log")
     ex_.settings = with_(ex_.settings, risk=risk, bootstrap_samples=100)
@@ -348,7 +348,7 @@ def test_the_plan_within_a_cluster_serves_the_highest_rate_that_fits_it(tmp_path
 
 
 def test_a_checkpoint_measures_where_the_families_diverge_most():
-    from streambed.planner.explorer import checkpoint_budget
+    from streambed.planner.checkpoints import checkpoint_budget
     from streambed.planner.surrogates import fit
 
     # a curve that bends: the three families agree on the testbed and part beyond it
@@ -367,7 +367,7 @@ def test_a_checkpoint_measures_where_the_families_diverge_most():
 
 
 def test_a_checkpoint_looks_no_further_than_the_families_answers():
-    from streambed.planner.explorer import checkpoint_range
+    from streambed.planner.checkpoints import checkpoint_range
     from streambed.model import PlanEntry
 
     agreed = PlanEntry(4096, 120, 1.0, {"a": 120}, 1.0, {"linear": 100, "log": 300, "sqrt": 150}, model_slots=100)
@@ -381,7 +381,7 @@ def test_a_checkpoint_looks_no_further_than_the_families_answers():
 def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_points(tmp_path):
     """paper-q5-log planned far beyond a 24-slot testbed: log says unreachable, linear plans, so one
     staged measurement on a 400-slot cluster; that memory's plan then rests on its own points."""
-    from streambed.planner.explorer import CHECKPOINT
+    from streambed.planner.exploration import CHECKPOINT
 
     ex_, ledger, est = explorer(tmp_path, "paper-q5-log", max_slots=24)
     with ledger:
@@ -405,30 +405,8 @@ def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_
     assert ex.model == before.model
 
 
-def test_efficiency_sizing_plans_the_smallest_budget_whose_own_configuration_holds(tmp_path):
-    """Issue 11's alternative model: no surrogate, the measured efficiency x the policy's prediction of
-    each budget's own configuration; its budget holds safety x the rate and one slot less does not."""
-    from dataclasses import replace as with_
-
-    from streambed.planner.explorer import efficiency, predictor
-
-    ex_, ledger, _ = explorer(tmp_path, "paper-q1-linear")
-    with ledger:
-        ex = ex_.explore([4096])
-    ex_.settings = with_(ex_.settings, sizing="efficiency")
-    rate = 8 * max(p.mst for p in ex.points)
-    entry = ex_.plan(ex, rate, [4096]).entry(4096)
-    metrics, _ = ex_.final_metrics(ex, 4096)
-    eta = efficiency(ex.points, 4096, predictor(ex_.optimizer.policy, metrics))[0]
-
-    def reach(slots):
-        return eta(slots) * ex_._configured(metrics, slots)[0].predicted_rate
-
-    assert entry.slots > 48 and reach(entry.slots) >= 1.1 * rate > reach(entry.slots - 1)
-
-
 def test_the_family_that_predicted_the_checkpoint_best_is_kept():
-    from streambed.planner.explorer import checkpoint_family
+    from streambed.planner.checkpoints import checkpoint_family
 
     families = ("linear", "log", "sqrt")
     testbed = [Observation(4096, p, 1e5 * math.sqrt(p) + 1e3 * (-1) ** p) for p in (4, 8, 16, 24, 32, 48)]
@@ -441,7 +419,7 @@ def test_a_key_the_testbed_cannot_see_is_checked_at_the_plans_scale(tmp_path):
     """q11 planned 30 x beyond a 24-slot testbed: the families agree, but a key too faint for 21 window
     tasks could hold the planned ones, and the plan says so (key_warning). A checkpoint then measures
     there; its tasks read the keys at that scale, and the plan's key concentration comes from them too."""
-    from streambed.planner.explorer import CHECKPOINT
+    from streambed.planner.exploration import CHECKPOINT
     from streambed.model.measurement import Measurement, key_skews
 
     ex_, ledger, _ = explorer(tmp_path, "q11", max_slots=24)

@@ -190,7 +190,7 @@ def test_skew_aware_bids2_with_a_key_skew_fills_the_budget():
 
 
 def test_a_key_the_testbed_cannot_see_is_named_with_what_it_would_cap():
-    from streambed.planner.explorer import key_warning
+    from streambed.planner.sizing import key_warning
     from streambed.planner.policies.skew import hidden_key, hidden_key_capacity
     window = OperatorRates(54_000.0, 0.92, keyed=True, imbalance=1.05, measured_parallelism=43,
                            input_imbalance=1.03, key_skew=KeySkew(6e-6))

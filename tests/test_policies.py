@@ -126,7 +126,7 @@ def test_a_configuration_may_set_the_jobs_max_parallelism_and_the_sim_applies_it
     """With Flink's default key groups q11's window gains nothing from 128 to 170 tasks (256 groups, 2
     per task); with the job's max parallelism set to 4,096 every task counts."""
     from streambed.errors import UserError
-    from streambed.planner.explorer import planned_max_parallelism
+    from streambed.planner.sizing import planned_max_parallelism
     from streambed.model import Configuration
     from streambed.testbed.sim.profile import load_profile
     from streambed.testbed.sim.truth import GroundTruth

@@ -18,7 +18,8 @@ class Recorder(Output):
 
 def plan(b):
     """A plan whose log model (b per log slot) is solved with the guard rails for 10 M events/s."""
-    from streambed.planner.explorer import ExplorerSettings, guarded_solve
+    from streambed.planner.exploration import ExplorerSettings
+    from streambed.planner.sizing import guarded_solve
     from streambed.model import Surrogate
 
     model = {"family": "log", "a": 0.0, "b": b, "c": 1e6,

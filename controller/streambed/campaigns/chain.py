@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
-from ..planner.explorer import ExplorerSettings, ResourceExplorer
+from ..planner.exploration import ExplorerSettings
+from ..planner.explorer import ResourceExplorer
 from ..ledger import Ledger
 from ..planner.optimizer import ConfigurationOptimizer
 from ..planner.policies import DEFAULT_POLICY, policy_named

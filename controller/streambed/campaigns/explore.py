@@ -4,7 +4,8 @@ the surrogate model (paper section VI)."""
 from __future__ import annotations
 
 from ..planner.estimator import NO_PHASES, Phases, Timing
-from ..planner.explorer import ExplorationPoint, check_search_space
+from ..planner.exploration import ExplorationPoint
+from ..planner.explorer import check_search_space
 from ..planner.policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
-from ..planner.explorer import Exploration, ExplorationPoint, ExplorerSettings
+from ..planner.exploration import Exploration, ExplorationPoint, ExplorerSettings
 from ..files import write_text
 from ..ledger import Ledger
 from ..model import Plan, SingleTaskMetrics, Surrogate

@@ -3,7 +3,7 @@ metrics (``optimize --from-metrics``), the explorer's model fitted on recorded m
 and a campaign's records written as files those read (``export``).
 
 The files are read and written by records.py; the algorithms are the planner's own (policies,
-surrogates, explorer.select_family), so a re-plan from a campaign's record gives what the campaign
+surrogates, selection.select_family), so a re-plan from a campaign's record gives what the campaign
 itself gave.
 """
 
@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from ..errors import UserError
-from ..planner.explorer import (Exploration, ExplorerSettings, ResourceExplorer, guarded_solve, plans_by_family,
-                        select_features, select_family)
+from ..planner.exploration import Exploration, ExplorerSettings
+from ..planner.explorer import ResourceExplorer
+from ..planner.selection import select_features, select_family
+from ..planner.sizing import guarded_solve, plans_by_family
 from ..model import FAMILIES, MAX_PLAN_SLOTS, Budget, Features, Plan, Query, SingleTaskMetrics, TestbedInfo, check_slots
 from ..planner.policies import PAPER_POLICY, policy_named
 from ..planner.policies.bids2 import bids2
@@ -99,7 +101,7 @@ def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int]
              safety: float = 1.10, training: str = "all", features=None, guards: ExplorerSettings | None = None) -> dict:
     """The Resource Explorer's model selection and model usage (section VI) on recorded measurements.
 
-    ``family`` "auto" applies the explorer's own rule (explorer.select_family on all measurements: the
+    ``family`` "auto" applies the explorer's own rule (selection.select_family on all measurements: the
     half-P split, or the lowest LOOCV RMSE when that split cannot judge); the chosen family is fitted
     on every measurement (``training="all"``, as the explorer does) or on the paper's best prefix
     (``"paper-prefix"``). Each memory per slot then gets the smallest slot count whose prediction
@@ -118,7 +120,7 @@ def fit_plan(measurements: MeasurementFile, rate: float, memories: Sequence[int]
         elif training == "all":
             train = obs
             if family == "auto":  # the explorer's structure too: a slot slope per memory where LOOCV prefers it
-                features = select_features(obs, features, FAMILIES, (guards or ExplorerSettings()).slot_slope)
+                features = select_features(obs, features, FAMILIES)
             loocv = {f: loocv_rmse(f, obs, features) for f in FAMILIES}
             if family == "auto":
                 if not any(math.isfinite(v) for v in loocv.values()):
@@ -206,7 +208,7 @@ def hold_out(measurements: MeasurementFile, references: Sequence[float] = (), me
                         f"or more below it")
     try:
         # the explorer's structure too: a slot slope per memory where LOOCV prefers it (as fit_plan)
-        features = select_features(train, features, FAMILIES, ExplorerSettings().slot_slope)
+        features = select_features(train, features, FAMILIES)
         loocv = {f: loocv_rmse(f, train, features) for f in FAMILIES}
         if not any(math.isfinite(v) for v in loocv.values()):
             raise UserError(f"{where}: {len(train)} measurements below the largest budget are too few to choose a "

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..planner.estimator import DEFAULT_TIMING
-from ..planner.explorer import ExplorerSettings
+from ..planner.exploration import ExplorerSettings
 from ..planner.policies import DEFAULT_POLICY
 from ..dataset import DEFAULT_LAKE
 from ..testbed.base import Replay, TestbedRequest

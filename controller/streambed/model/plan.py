@@ -33,7 +33,7 @@ class PlanEntry:
     """Which run's rates the last BIDS2 pass used (explorer.final_metrics), None if unreachable."""
     max_slots: int | None = None
     """The largest budget this plan trusts its model to: the extrapolation limit, or where the model's
-    gain per added slot falls below the stated fraction of the testbed's (explorer.trusted_slots)."""
+    gain per added slot falls below the stated fraction of the testbed's (sizing.trusted_slots)."""
     max_rate: float | None = None
     """The highest rate the plan supports within ``max_slots`` (the model there, over the safety factor)."""
     unreachable: str | None = None
@@ -43,7 +43,7 @@ class PlanEntry:
     measurements allow (bootstrap fits) that predict less there."""
     efficiency: float | None = None
     """The share of its configuration's predicted rate the plan expects that configuration to sustain,
-    from what the testbed's budgets sustained (explorer.efficiency)."""
+    from what the testbed's budgets sustained (sizing.efficiency)."""
     model_slots: int | None = None
     """The model's own budget (its inverse solve), before the last pass checked the configuration;
     what ``fit`` gives from the same measurements."""

@@ -43,7 +43,7 @@ class Features:
     interaction: bool = False
     """A term d g(M) g(P): each memory per slot its own slot slope, b + d g(M). Eq. 6-8 (False)
     give every memory one slot slope; the explorer adds the term where cross-validation prefers it
-    (ExplorerSettings.slot_slope)."""
+    (selection.select_features)."""
 
     def __post_init__(self) -> None:
         if self.memory not in _MEMORY_MODES:

@@ -1,218 +1,42 @@
 """Resource Explorer: the capacity planning model and the plan (paper section VI, Eq. 5-9).
 
-* Candidate search. The search space is P from the query's number of operators to the testbed's
-  slots, and M among the memory sizes per slot. D is bootstrapped with the four corners. Then Bayesian
-  optimisation (scikit-optimize: Gaussian process, Expected Improvement) proposes (M, P); each
-  proposal is a Configuration Optimizer call, and its cost is the lowest LOOCV RMSE among the
-  linear, log and sqrt models on D (Eq. 9). At least 3 measurements follow the corners. The search
-  stops when the RMSE grows by more than 10 % between two measurements, or at 20 measurements. A
-  proposal may repeat an earlier point; it is then measured again (runs vary).
-* Model selection. Each family is fitted on the half of D with the lowest P and tested on the other
-  half; the lowest test RMSE wins, and that family is refitted on all of D.
-* Model usage. Per memory per slot, the smallest P whose prediction reaches safety x the requested
-  rate (1.10 by default), and its configuration from a last BIDS2 pass with the true processing
-  rates and input ratios of the largest run of D with that profile (the profile's single-task run
-  when D has none).
+The explorer coordinates; each concern is a module of its own:
+
+* Candidate search (search.py). The search space is P from the query's number of operators to the
+  testbed's slots, and M among the memory sizes per slot. D is bootstrapped with the four corners;
+  then a search strategy (Bayesian optimisation by default) proposes (M, P); each proposal is a
+  Configuration Optimizer call, and its cost is the lowest LOOCV RMSE among the linear, log and sqrt
+  models on D (Eq. 9). The search stops when the RMSE grows by more than 10 % between two
+  measurements, at least 3 measurements after the corners, or at 20 measurements.
+* Model selection (selection.py). Each family is fitted on the half of D with the lowest P and tested
+  on the other half; the lowest test RMSE wins, and that family is refitted on all of D.
+* Model usage (sizing.py). Per memory per slot, the smallest P whose prediction reaches safety x the
+  requested rate (1.10 by default) within the trusted budgets, and its configuration from a last
+  policy pass with the true processing rates and input ratios of the largest run of D with that
+  profile (the profile's single-task run when D has none), checked against the efficiency measured.
+* Checkpoints (checkpoints.py): staged measurements beyond the testbed where the plan is in doubt.
 """
 
 from __future__ import annotations
 
-import math
-import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import UserError
-from ..model import (FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, keygroups, Budget, Configuration, Features, Measurement,
-                    Observation, Plan, PlanEntry, Query, SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
-from .estimator import Estimator
-from ..model.keyskew import max_z
+from ..model import (Budget, Configuration, Features, Measurement, Observation, Plan, PlanEntry, Query,
+                     SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
 from ..model.measurement import key_skews
+from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range
+from .estimator import Estimator
+from .exploration import CHECKPOINT, Exploration, ExplorationPoint, ExplorerSettings
 from .optimizer import Optimizer, OptimizerResult
-from .policies import skew
-from .surrogates import bootstrap_fits, fit, inverse_solve, loocv_rmse, predictions, select_by_split, split_size
-
-
-@dataclass(frozen=True)
-class ExplorerSettings:
-    families: tuple[str, ...] = FAMILIES
-    features: Features = Features()
-    min_after_corners: int = 3
-    max_measurements: int = 20
-    rmse_growth: float = 0.10
-    """Stop when the best LOOCV RMSE grows by more than this fraction between two measurements."""
-    seed: int = 0
-    safety: float = 1.10
-    max_plan_slots: int = MAX_PLAN_SLOTS
-    max_extrapolation: float = 50.0
-    """Guard rail: a plan uses at most this many times the largest budget measured (the paper planned
-    22x its testbed; its artifact's inverse solve stopped at 2,000 slots, 42x)."""
-    risk: float | None = None
-    """Size for this risk of under-provisioning (the bootstrap lower bound, risk_solve) instead of the
-    flat ``safety`` factor; None: the paper's flat factor."""
-    bootstrap_samples: int = 400
-    min_marginal: float = 0.25
-    """Guard rail: a plan stops where the model's gain per added slot falls below this fraction of its
-    gain at the largest budget measured. Beyond, a small error of the fitted curve moves the answer by
-    many slots (a log model 4x beyond the testbed, a sqrt model 16x)."""
-    final_metrics: str = "largest"
-    """Rates of the plan's last BIDS2 pass: "largest" (the paper: the largest run of D with that
-    profile) or "single-task" (the profile's single-task run)."""
-    sizing: str = "surrogate"
-    """How a plan's budget is found: "surrogate" (section VI's inverse solve, then the configuration
-    check) or "efficiency" (issue 11's alternative: the configuration check alone, from the query's
-    operator count up to the extrapolation limit; docs/evaluation.md measures both)."""
-    max_family_spread: float = FAMILY_SPREAD_LIMIT
-    slot_slope: str = "auto"
-    """"shared": Eq. 6-8, one slot slope for every memory per slot; "auto": also a slot slope per
-    memory (Features.interaction) where leave-one-out cross-validation prefers it (select_features)."""
-    """The candidate families disagree when their slot counts differ by more than this factor: a
-    checkpoint (ResourceExplorer.checkpoint) then measures where they diverge most."""
-
-
-CHECKPOINT = "checkpoint"
-"""The phase of a staged measurement beyond the testbed (ResourceExplorer.checkpoint)."""
-
-
-@dataclass
-class ExplorationPoint:
-    memory_mb: int
-    slots: int
-    mst: float
-    configuration: dict[str, int]
-    predicted_rate: float
-    rmse: float
-    """The best LOOCV RMSE of D once this point was added (the BO's cost)."""
-    testbed_seconds: float
-    phase: str
-    """corner, search, or checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint)."""
-    trace: list[dict] = field(default_factory=list)
-    """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
-    source_limited: bool = False
-    """The testbed's source, not the job, bounded this MST (it is then a lower bound)."""
-    measurement: dict | None = None
-    """The estimate's measurement at the MST (per-operator busyness and input rates): the largest run
-    of a profile gives the plan's last BIDS2 pass its rates (section VI, "Model usage")."""
-    max_parallelism: int | None = None
-    """The job's max parallelism, when the configuration set it (a checkpoint measures the plan's own)."""
-
-    @classmethod
-    def of(cls, result: OptimizerResult, phase: str) -> "ExplorationPoint":
-        """An optimizer call as a point of D (its RMSE is filled in once D holds it)."""
-        est = result.estimate
-        return cls(result.budget.memory_mb, result.budget.slots, result.mst, result.configuration.as_dict(),
-                   result.predicted_rate, math.nan, est["testbed_seconds"], phase, compact_trace(est),
-                   bool(est.get("source_limited", False)), est.get("measurement"),
-                   result.configuration.max_parallelism)
-
-    def observation(self) -> Observation:
-        return Observation(self.memory_mb, self.slots, self.mst)
-
-    def estimate_summary(self) -> dict:
-        return {"mst": self.mst, "windows": self.trace}
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-def compact_trace(estimate: dict) -> list[dict]:
-    """The windows of an estimate without their per-operator metrics."""
-    return [{"rate": w["rate"], "success": w["success"], "min_rate": w["min_rate"], "max_rate": w["max_rate"],
-             "measurement": {k: w["measurement"][k] for k in ("start", "end", "achieved_rate", "target_rate")}}
-            for w in estimate["windows"]]
-
-
-@dataclass
-class Exploration:
-    points: list[ExplorationPoint] = field(default_factory=list)
-    stop_reason: str = ""
-    loocv: dict[str, float] = field(default_factory=dict)
-    split: dict[str, float] = field(default_factory=dict)
-    family: str = ""
-    selection: str = ""
-    """The rule that chose the family: split, or loocv when the split was degenerate."""
-    model: dict = field(default_factory=dict)
-    optimizer_calls: int = 0
-    estimator_calls: int = 0
-    testbed_seconds: float = 0.0
-
-    def observations(self) -> list[Observation]:
-        return [p.observation() for p in self.points]
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Exploration":
-        """An exploration as ``to_dict`` (exploration.json, a plan campaign's result) wrote it."""
-        return cls([ExplorationPoint(**p) for p in d["points"]], d.get("stop_reason", ""), dict(d.get("loocv_rmse", {})),
-                   dict(d.get("split_rmse", {})), d.get("family", ""), d.get("selection", ""), dict(d["model"]),
-                   d.get("optimizer_calls", 0), d.get("estimator_calls", 0), d.get("testbed_seconds", 0.0))
-
-    def to_dict(self) -> dict:
-        return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
-                "loocv_rmse": self.loocv, "split_rmse": self.split, "family": self.family, "selection": self.selection,
-                "model": self.model,
-                "optimizer_calls": self.optimizer_calls, "estimator_calls": self.estimator_calls,
-                "testbed_seconds": self.testbed_seconds}
-
-
-def best_loocv(observations: Sequence[Observation], features: Features, families: Sequence[str]) -> float:
-    """Eq. 9's cost: the lowest LOOCV RMSE among the candidate families."""
-    return min(loocv_rmse(f, observations, features) for f in families)
-
-
-def should_stop(rmse_history: Sequence[float], corners: int, settings: ExplorerSettings) -> str | None:
-    """The stop rule of section VI: after at least ``min_after_corners`` measurements beyond the corners,
-    stop when the RMSE grew by more than ``rmse_growth`` since the previous measurement; always stop at
-    ``max_measurements``. Returns the reason, or None to go on."""
-    n = len(rmse_history)
-    if n >= settings.max_measurements:
-        return f"reached {settings.max_measurements} measurements"
-    if n - corners >= settings.min_after_corners:
-        prev, last = rmse_history[-2], rmse_history[-1]
-        if math.isfinite(prev) and last > (1.0 + settings.rmse_growth) * prev:
-            # an exact fit (RMSE 0, say on a fake testbed) grows by an unbounded fraction: say so, do not divide
-            growth = f"{100 * (last / prev - 1):.0f} %" if prev > 0 else f"from 0 to {last:.3g}"
-            return f"RMSE grew by {growth} (> {100 * settings.rmse_growth:.0f} %)"
-    return None
-
-
-def select_features(observations: Sequence[Observation], features: Features, families: Sequence[str],
-                    slot_slope: str) -> Features:
-    """``features``, or the same with a slot slope per memory (Features.interaction) where
-    ``slot_slope`` is "auto" and the best family's leave-one-out RMSE is lower with it (Eq. 9's
-    criterion, over structures as well as families). Eq. 6-8 give every memory per slot one slot
-    slope: for a memory-bound query (q8's window state) the small memories barely grow with slots
-    while 4 GB grows fast, and one shared slope plans 4 GB far too pessimistically. Where memory
-    does not change what a slot is worth, the extra term only adds variance and cross-validation
-    keeps the paper's models."""
-    if slot_slope not in SLOT_SLOPES:
-        raise UserError(f"slot_slope: expected one of {', '.join(SLOT_SLOPES)}, got {slot_slope!r}")
-    if slot_slope == "shared":
-        return features
-    per_memory = replace(features, interaction=True)
-    shared = best_loocv(observations, features, families)
-    if best_loocv(observations, per_memory, families) < shared:
-        return per_memory
-    return features
-
-
-SLOT_SLOPES = ("auto", "shared")
-
-
-def select_family(observations: Sequence[Observation], features: Features, families: Sequence[str],
-                  loocv: dict[str, float]) -> tuple[str, str]:
-    """Section VI's model selection: train on the half of D with the lowest P, test on the other half.
-    When that half holds a single slot count, no family's slope can be judged from it (the paper's own
-    q1/q2/q11 data show this): fall back to Eq. 9's lowest LOOCV RMSE. Returns (family, rule used)."""
-    ordered = sorted(observations, key=lambda o: (o.slots, o.memory_mb))
-    train = ordered[: split_size(ordered, features)]
-    if len({o.slots for o in train}) >= 2:
-        try:
-            return select_by_split(observations, features, families)[0], "split"
-        except ValueError:
-            pass
-    return min(families, key=lambda f: loocv[f]), "loocv (split half had one slot count)"
+from .search import SearchSpace, corners, search_class, should_stop
+from .selection import best_loocv, select
+from .sizing import (MEASURE_NEXT, Solve, configured_slots, efficiency, guarded_solve, key_warning, measured_etas,
+                     planned_max_parallelism, plans_by_family, pooled_decline, predictor, risk_of, trusted_slots)
+from .surrogates import bootstrap_fits, fit, predictions
 
 
 def check_search_space(query: Query, info: TestbedInfo, memories: Sequence[int], *, memory_option: str = "memory",
@@ -234,18 +58,10 @@ def check_search_space(query: Query, info: TestbedInfo, memories: Sequence[int],
     return memories
 
 
-def corners(min_slots: int, max_slots: int, memories: Sequence[int]) -> list[tuple[int, int]]:
-    """The bootstrap points (memory, slots): lowest and highest P with lowest and highest M. With a
-    single memory per slot or a single slot count, midpoints keep at least three distinct points."""
-    ms = sorted({min(memories), max(memories)})
-    ps = sorted({min_slots, max_slots})
-    pts = [(m, p) for m in ms for p in ps]
-    if len(pts) < 3 and max_slots > min_slots + 1:
-        pts.append((ms[0], (min_slots + max_slots) // 2))
-    return pts
-
-
 class ResourceExplorer:
+    """Section VI's Resource Explorer: explores (memory per slot, slots) through the Configuration
+    Optimizer, selects a model of D, and plans budgets and configurations for a rate."""
+
     def __init__(self, optimizer: Optimizer, info: TestbedInfo, settings: ExplorerSettings | None = None,
                  log: Callable[[str], None] | None = None):
         self.optimizer = optimizer
@@ -274,60 +90,26 @@ class ResourceExplorer:
                 on_point(pt)
             return pt
 
+        strategy = search_class(s.search)  # an unknown name is refused before anything is measured
         boot = corners(lo, hi, memories)
         for m, p in boot:
             measure(m, p, "corner")
-        optimizer = self._bayesian_optimizer(lo, hi, memories, len(boot))
+        search = strategy(SearchSpace(lo, hi, tuple(memories)), seed=s.seed,
+                          initial_points=len(boot) + s.min_after_corners)
         # Before the fourth corner LOOCV is undefined: the corners all carry the bootstrap's cost.
         for pt in ex.points:
-            optimizer.tell(self._point(pt.slots, pt.memory_mb, memories), _cost(history[-1]))
+            search.tell(pt.slots, pt.memory_mb, history[-1])
         reason = should_stop(history, len(boot), s)
         while reason is None:
-            with warnings.catch_warnings():
-                # skopt warns when it proposes a point measured before: re-measuring is intended.
-                warnings.simplefilter("ignore")
-                x = optimizer.ask()
-            slots, memory = int(x[0]), int(x[1]) if len(memories) > 1 else memories[0]
+            slots, memory = search.ask()
             pt = measure(memory, slots, "search")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                optimizer.tell(x, _cost(pt.rmse))
+            search.tell(slots, memory, pt.rmse)
             reason = should_stop(history, len(boot), s)
         ex.stop_reason = reason
-        self._select(ex)
+        select(ex, s)
         ex.optimizer_calls = len(ex.points)
         ex.testbed_seconds = sum(p.testbed_seconds for p in ex.points)
         return ex
-
-    def _bayesian_optimizer(self, lo: int, hi: int, memories: Sequence[int], initial: int):
-        from skopt import Optimizer
-        from skopt.space import Categorical, Integer
-
-        dims = [Integer(lo, hi, name="slots")]
-        if len(memories) > 1:
-            dims.append(Categorical(list(memories), name="memory_mb"))
-        # The first measurements after the corners come from a space-filling (Halton) design, then the
-        # Gaussian process takes over. Its cost (the best LOOCV RMSE) is lowest where points exist
-        # already: started right after the corners, it only ever proposes the corners' two slot
-        # counts, between which the three families cannot be told apart.
-        return Optimizer(dims, base_estimator="GP", acq_func="EI", n_initial_points=initial + self.settings.min_after_corners,
-                         initial_point_generator="halton", random_state=self.settings.seed)
-
-    @staticmethod
-    def _point(slots: int, memory: int, memories: Sequence[int]) -> list:
-        return [slots, memory] if len(memories) > 1 else [slots]
-
-    def _select(self, ex: Exploration) -> None:
-        s = self.settings
-        obs = ex.observations()
-        features = select_features(obs, s.features, s.families, s.slot_slope)
-        ex.loocv = {f: loocv_rmse(f, obs, features) for f in s.families}
-        ex.family, ex.selection = select_family(obs, features, s.families, ex.loocv)
-        try:
-            ex.split = select_by_split(obs, features, s.families)[1]
-        except ValueError:
-            ex.split = {}
-        ex.model = fit(ex.family, obs, features).to_dict()
 
     def features(self, ex: Exploration) -> Features:
         """How memory and slots enter D's models: the settings', with the slot slope per memory
@@ -344,7 +126,7 @@ class ResourceExplorer:
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
         skews = key_skews(query, [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in ex.points
                                   if p.measurement and p.mst > 0])
-        if self.settings.final_metrics == "largest" and runs:
+        if runs:
             top = max(runs, key=lambda p: (p.slots, p.mst))
             m = Measurement.from_dict(top.measurement)
             return (SingleTaskMetrics.from_measurement(query, memory_mb, m).with_key_skew(skews),
@@ -409,10 +191,6 @@ class ResourceExplorer:
                                   seed=s.seed) if local else shared
             solve = guarded_solve(own, m, rate, min_slots=query.size, measured_slots=max(o.slots for o in own_obs),
                                   settings=s, fits=fits)
-            if s.sizing == "efficiency" and any(p.memory_mb == m and p.mst > 0 for p in ex.points):
-                measured = max(o.slots for o in own_obs)
-                limit = max(measured, min(s.max_plan_slots, math.floor(s.max_extrapolation * measured)))
-                solve = Solve(query.size, limit, 0.0)  # _configure grows it until eta x the prediction holds
             alternatives = plans_by_family(own_obs, self.features(ex), s.families, m, rate, safety=s.safety,
                                            min_slots=query.size, max_slots=s.max_plan_slots, settings=s)
             recorded = own.to_dict() if local else None
@@ -531,311 +309,3 @@ class ResourceExplorer:
         raise UserError(f"{self.optimizer.query.name}: no rate this plan supports fits {slots} slots of "
                         f"{memory_mb} MB")
 
-
-@dataclass(frozen=True)
-class Solve:
-    """The inverse solve with its guard rails (section VI's "Model usage", bounded)."""
-
-    slots: int | None
-    max_slots: int
-    """The largest budget the plan trusts the model to (trusted_slots)."""
-    max_rate: float
-    """The highest rate the plan supports within ``max_slots``: the model there over the safety factor."""
-    unreachable: str | None = None
-    """Why no budget is planned, and what to measure next."""
-
-
-def _gain(model: Surrogate, memory_mb: float, slots: int) -> float:
-    """The model's gain in events/s for one more slot at ``slots``."""
-    return float(model.predict(memory_mb, slots + 1) - model.predict(memory_mb, slots))
-
-
-def trusted_slots(model: Surrogate, memory_mb: float, measured_slots: int, settings: ExplorerSettings) -> tuple[int, str]:
-    """The largest budget a plan may use, and the rule that sets it: ``max_extrapolation`` x the
-    largest budget measured, or, for a model whose gain per slot shrinks (log, sqrt), the last budget
-    where that gain is still ``min_marginal`` of its gain at the largest budget measured."""
-    limit = max(measured_slots, min(settings.max_plan_slots, math.floor(settings.max_extrapolation * measured_slots)))
-    why = (f"{limit:,} slots, {settings.max_extrapolation:g}x the largest budget measured ({measured_slots}): "
-           f"the extrapolation limit")
-    base = _gain(model, memory_mb, measured_slots)
-    if base <= 0:
-        return measured_slots, f"{measured_slots} slots: the model does not grow with slots beyond what was measured"
-    floor_gain = settings.min_marginal * base
-    if _gain(model, memory_mb, limit) >= floor_gain:
-        return limit, why
-    lo, hi = measured_slots, limit  # the gain shrinks with slots: the last budget above the floor
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _gain(model, memory_mb, mid) >= floor_gain:
-            lo = mid
-        else:
-            hi = mid
-    return lo, (f"{lo:,} slots: beyond, the {model.family} model gains less than {100 * settings.min_marginal:g} % "
-                f"of what a slot gains at {measured_slots} slots, so its answer rests on the curve's flat tail")
-
-
-MEASURE_NEXT = ("To extend the model, measure larger budgets: a larger testbed (--max-slots on the sim, more "
-                "slots in the Flink inventory), or a staged run on part of the production cluster")
-"""What an unreachable answer says to measure next."""
-
-RISK_CHUNK = 4096
-"""Budgets whose bootstrap predictions are evaluated at once by risk_solve."""
-
-
-def risk_of(fits: Sequence[Surrogate], memory_mb: float, slots: int, rate: float) -> float | None:
-    """The estimated risk that ``slots`` do not sustain ``rate``: the share of the bootstrap fits
-    (surrogates.bootstrap_fits) that predict less there; None when the measurements allow no refit."""
-    if not fits:
-        return None
-    return float(np.mean(predictions(fits, memory_mb, [slots])[:, 0] < rate))
-
-
-def risk_solve(fits: Sequence[Surrogate], memory_mb: float, rate: float, risk: float, min_slots: int,
-               max_slots: int) -> int | None:
-    """The smallest budget whose one-sided lower bound (the ``risk`` quantile of the bootstrap fits'
-    predictions) reaches ``rate``: at most that share of the curves the measurements allow falls short."""
-    if not fits:
-        return None
-    for start in range(min_slots, max_slots + 1, RISK_CHUNK):
-        slots = np.arange(start, min(start + RISK_CHUNK, max_slots + 1))
-        bound = np.quantile(predictions(fits, memory_mb, slots), risk, axis=0)
-        hits = np.flatnonzero(bound >= rate)
-        if hits.size:
-            return int(slots[hits[0]])
-    return None
-
-
-def guarded_solve(model: Surrogate, memory_mb: float, rate: float, *, min_slots: int, measured_slots: int,
-                  settings: ExplorerSettings, safety: float | None = None,
-                  fits: Sequence[Surrogate] | None = None) -> Solve:
-    """The smallest budget whose prediction reaches safety x rate (or, with ``settings.risk`` and the
-    bootstrap ``fits``, whose risk bound reaches the rate), within the trusted budgets; when none
-    does, why, and the highest rate the plan can support there."""
-    safety = settings.safety if safety is None else safety
-    limit, why = trusted_slots(model, memory_mb, measured_slots, settings)
-    if settings.risk is not None and fits is not None:
-        max_rate = max(0.0, float(np.quantile(predictions(fits, memory_mb, [limit])[:, 0], settings.risk)))
-        slots = risk_solve(fits, memory_mb, rate, settings.risk, min_slots, max(limit, min_slots))
-    else:
-        max_rate = max(0.0, float(model.predict(memory_mb, limit))) / safety
-        slots = inverse_solve(model, memory_mb, rate, safety=safety, min_slots=min_slots,
-                              max_slots=max(limit, min_slots))
-    if slots is not None:
-        return Solve(slots, limit, max_rate)
-    return Solve(None, limit, max_rate,
-                 f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. {MEASURE_NEXT}")
-
-
-def predictor(policy, metrics: SingleTaskMetrics) -> Callable[[ExplorationPoint], float]:
-    """The policy's predicted rate of a measured point's configuration, with the plan's ``metrics`` and
-    the job's max parallelism that point ran with."""
-    def predict(p: ExplorationPoint) -> float:
-        used = replace(metrics, max_parallelism=p.max_parallelism) if p.max_parallelism else metrics
-        return policy.predict(used, p.configuration)
-
-    return predict
-
-
-def spread(slots: int) -> float:
-    """The scale the efficiency declines along: sqrt(2 ln P), how far the slowest of P tasks lags the
-    mean in standard deviations (model/keyskew.max_z). What a budget loses to its configuration's
-    prediction is the moment-to-moment lag of its slowest tasks (speed noise, firings): it grows as
-    the maximum of P draws, not as ln P, which over-provisioned q11 at 25 x by 28 % (docs/planner.md)."""
-    return max_z(max(int(slots), 1))
-
-
-def measured_etas(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
-                  ) -> list[tuple[int, float]]:
-    """(slots, eta) of every budget measured with ``memory_mb``: its MST over ``predict(point)``, at most 1."""
-    etas = []
-    for p in points:
-        if p.memory_mb == memory_mb and p.mst > 0 and p.configuration:
-            lam = predict(p)
-            if lam > 0 and math.isfinite(lam):
-                etas.append((p.slots, min(1.0, p.mst / lam)))
-    return etas
-
-
-def pooled_decline(per_memory: Sequence[Sequence[tuple[int, float]]]) -> float | None:
-    """The slope of eta along spread(P), one for every memory, each memory keeping its own level
-    (least squares on the measurements centred per memory); None where no memory has two budgets.
-    The decline is the lag of the slowest of P tasks, a property of the query's parallelism, not of
-    its memory; fitted on one memory's two budgets it follows that memory's noise: q11 on the sim
-    read eta 0.988 at 4 slots and 0.933 at 48 at 4 GB, 0.951 and 0.983 at 512 MB, and the 4 GB
-    decline over-provisioned it 1.26-1.30 x at 3-25 x (docs/evaluation.md, section A)."""
-    num = den = 0.0
-    for etas in per_memory:
-        if len({s for s, _ in etas}) < 2:
-            continue
-        x = np.array([spread(s) for s, _ in etas])
-        y = np.array([e for _, e in etas])
-        num += float((x - x.mean()) @ (y - y.mean()))
-        den += float((x - x.mean()) @ (x - x.mean()))
-    return num / den if den > 0 else None
-
-
-def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float],
-               decline: float | None = None) -> tuple[Callable[[int], float], int, float] | None:
-    """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
-    ``predict(point)`` (the policy's capacities with the plan's metrics) at each budget measured
-    with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
-    further along spread(P) by ``decline`` (pooled_decline: one slope for every memory) or, without
-    it, by this memory's own slope, where the measurements decline with P (never raised). Between
-    the two largest budgets (the testbed's and a checkpoint's, far beyond it), eta runs linearly in
-    spread(P) from one's lowest to the other's. Returns (eta, the largest budget measured, its eta),
-    or None without measurements of that memory."""
-    etas = measured_etas(points, memory_mb, predict)
-    if not etas:
-        return None
-    top = max(s for s, _ in etas)
-    eta_top = min(e for s, e in etas if s == top)
-    slope = 0.0
-    if decline is not None:
-        slope = decline
-    elif len({s for s, _ in etas}) >= 2:
-        x = np.array([spread(s) for s, _ in etas])
-        y = np.array([e for _, e in etas])
-        slope = float(np.polyfit(x, y, 1)[0])
-    below = max((s for s, _ in etas if s < top), default=None)
-
-    def eta(slots: int) -> float:
-        if below is not None and below < slots < top:
-            eta_below = min(e for s, e in etas if s == below)
-            return eta_below + (eta_top - eta_below) * (spread(slots) - spread(below)) / (spread(top) - spread(below))
-        return max(0.0, eta_top + min(slope, 0.0) * (spread(max(slots, top)) - spread(top)))
-
-    return eta, top, eta_top
-
-
-def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], float], need: float, start: int,
-                     limit: int) -> tuple[int | None, float]:
-    """The smallest budget from ``start`` to ``limit`` whose own configuration, at the efficiency
-    measured, reaches ``need`` (the plan's last pass, checked); and the most a budget up to ``limit``
-    reaches. eta x the prediction need not grow with P (an efficiency that keeps falling beyond the
-    largest budget measured ends below zero gain): budgets are scanned on a geometric grid, then the
-    first step that reaches ``need`` is bisected."""
-    def reach(slots: int) -> float:
-        return eta(slots) * policy.configure(metrics, slots).predicted_rate
-
-    if reach(start) >= need:
-        return start, max(reach(start), reach(limit))
-    grid = [int(v) for v in np.unique(np.geomspace(start, max(start, limit), CONFIGURED_GRID).round())]
-    reached = [reach(p) for p in grid]
-    most = max(reached)
-    hit = next((i for i, r in enumerate(reached) if r >= need), None)
-    if hit is None:
-        return None, most
-    lo, hi = grid[max(hit - 1, 0)], grid[hit]  # reach(lo) < need <= reach(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if reach(mid) >= need:
-            hi = mid
-        else:
-            lo = mid
-    return hi, most
-
-
-CONFIGURED_GRID = 64
-"""Budgets configured_slots scans between the model's budget and the trusted limit."""
-
-
-def planned_max_parallelism(slots: int) -> int:
-    """The max parallelism a plan sets when Flink's default would cost slots: 16 key groups or more per
-    slot, so that the busiest task owns at most ~6 % more than the mean, within Flink's 32,768."""
-    return min(keygroups.MAX_MAX_PARALLELISM, max(keygroups.MIN_MAX_PARALLELISM, 1 << (16 * slots - 1).bit_length()))
-
-
-def key_warning(metrics: SingleTaskMetrics, parallelism: dict[str, int], rate: float) -> str | None:
-    """What a plan cannot exclude about its keyed operators: a key hot enough to hold one below ``rate`` at
-    its planned parallelism that would not have stood out at the parallelism measured
-    (policies/skew.hidden_key_capacity), and what would settle it. None when no such key could."""
-    lines = []
-    for name, r in metrics.operators:
-        if not r.keyed or name not in parallelism:
-            continue
-        cap = skew.hidden_key_capacity(r, parallelism[name], metrics.max_parallelism)
-        if cap < rate:
-            w = skew.hidden_key(r, metrics.max_parallelism)
-            tested = r.key_skew.tested_parallelism or r.measured_parallelism
-            lines.append(f"{name}: a key with up to {100 * w:.2g} % of its input would not stand out among the "
-                         f"{tested:,} tasks measured, and would hold its {parallelism[name]:,} tasks at "
-                         f"{cap:,.0f} events/s")
-    if not lines:
-        return None
-    return ("; ".join(lines) + ". The key distribution of representative data, or a checkpoint at this scale "
-            "(--checkpoint-slots), tells whether such a key exists (docs/planner.md, key skew)")
-
-
-def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
-                    rate: float, *, safety: float, min_slots: int, max_slots: int,
-                    settings: ExplorerSettings | None = None) -> dict[str, int | None]:
-    """The inverse solve (section VI, "Model usage") with each candidate family fitted on the same D.
-
-    The paper picks one family; how far the others land shows how much a plan extrapolated far beyond
-    the testbed rests on that pick (the paper chose its families by hand, docs/evaluation.md)."""
-    out: dict[str, int | None] = {}
-    measured = max(o.slots for o in obs)
-    guards = replace(settings or ExplorerSettings(), max_plan_slots=max_slots)
-    for f in families:
-        try:
-            out[f] = guarded_solve(fit(f, obs, features), memory_mb, rate, min_slots=min_slots, measured_slots=measured,
-                                   settings=guards, safety=safety).slots
-        except ValueError:  # too few measurements, or inputs the family cannot take
-            out[f] = None
-    return out
-
-
-def checkpoint_range(entry: PlanEntry, slots: int) -> int:
-    """The largest budget a checkpoint for ``entry`` may measure: ``slots``, or the largest budget any
-    family (or the plan) gives the rate, when smaller. A checkpoint far beyond every answer tells
-    little about the budgets in question: with 1,500 slots for it, q11 at 3 x (true minimum 139)
-    was planned at 184 slots, and q8 at 3 x at 1,276 slots sustained 0.994 of its target."""
-    answers = [a for a in (*entry.by_family.values(), entry.slots, entry.model_slots) if a is not None]
-    return min(slots, max(answers)) if answers else slots
-
-
-def checkpoint_family(testbed: Sequence[Observation], staged: Sequence[Observation], features: Features,
-                      families: Sequence[str]) -> str | None:
-    """The family whose fit on the testbed's measurements predicted the checkpoints best (the lowest
-    squared relative error): the checkpoint was measured where the families diverge most, so it
-    tells them apart where the split rule could only compare them within the testbed. None when no
-    family can be fitted."""
-    errors = {}
-    for f in families:
-        try:
-            model = fit(f, testbed, features)
-        except ValueError:
-            continue
-        errors[f] = sum((float(model.predict(o.memory_mb, o.slots)) / o.mst - 1.0) ** 2 if o.mst > 0 else math.inf
-                        for o in staged)
-    return min(errors, key=errors.get) if errors else None
-
-
-CHECKPOINT_GRID = 256
-"""Budgets compared by checkpoint_budget (geometrically spaced)."""
-
-
-def checkpoint_budget(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
-                      lo: int, hi: int) -> int:
-    """The budget from ``lo`` to ``hi`` where the candidate families fitted on ``obs`` diverge most:
-    the largest ratio of their highest to their lowest prediction (a non-positive prediction counts as
-    the most divergent). Ties go to the larger budget."""
-    fits = []
-    for f in families:
-        try:
-            fits.append(fit(f, obs, features))
-        except ValueError:  # too few measurements, or inputs the family cannot take
-            pass
-    budgets = np.unique(np.geomspace(lo, hi, CHECKPOINT_GRID).round().astype(int))
-    if len(fits) < 2:
-        return int(budgets[-1])
-    pred = np.array([np.asarray(m.predict(memory_mb, budgets), dtype=float) for m in fits])
-    low = pred.min(axis=0)
-    spread = np.where(low > 0, pred.max(axis=0) / np.where(low > 0, low, 1.0), math.inf)
-    best = np.flatnonzero(spread == spread.max())
-    return int(budgets[best[-1]])
-
-
-def _cost(rmse: float) -> float:
-    """skopt needs finite costs; too few points for LOOCV count as a very bad fit."""
-    return rmse if math.isfinite(rmse) else 1e30

@@ -274,7 +274,7 @@ class GroundTruth:
         """``min_slots`` over the key groups a job may set: the profile's own (Flink's default rule when
         it sets none) and the most Flink allows, whose finer ranges balance a keyed operator best.
 
-        A plan sets its own max parallelism (explorer.planned_max_parallelism), so the minimum it is
+        A plan sets its own max parallelism (sizing.planned_max_parallelism), so the minimum it is
         judged against must be allowed the same: q11 at 25 x the 48-slot MST needs 1,447 slots of
         4 GB under Flink's default rule and 1,330 with 32,768 key groups, and a plan below the first
         was read as below the "true minimum"."""

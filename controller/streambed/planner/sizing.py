@@ -1,0 +1,280 @@
+"""Sizing (paper section VI, "Model usage"): from a fitted model to a budget, with guard rails.
+
+* The guarded inverse solve (``guarded_solve``): the smallest budget whose prediction reaches
+  safety x the rate, or whose bootstrap risk bound reaches the rate (``risk_solve``), within the
+  budgets the model is trusted to (``trusted_slots``); otherwise why not, and the most it supports.
+* The efficiency check (``efficiency``, ``configured_slots``): how much of its configuration's
+  predicted rate a budget really sustained on the testbed, carried beyond it, and the smallest budget
+  whose own configuration reaches the rate at that efficiency.
+* What a plan cannot exclude (``key_warning``) and how far the candidate families' answers spread
+  (``plans_by_family``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..model import Features, Observation, SingleTaskMetrics, Surrogate, keygroups
+from ..model.keyskew import max_z
+from .exploration import ExplorationPoint, ExplorerSettings
+from .policies import skew
+from .surrogates import fit, inverse_solve, predictions
+
+
+@dataclass(frozen=True)
+class Solve:
+    """The inverse solve with its guard rails (section VI's "Model usage", bounded)."""
+
+    slots: int | None
+    max_slots: int
+    """The largest budget the plan trusts the model to (trusted_slots)."""
+    max_rate: float
+    """The highest rate the plan supports within ``max_slots``: the model there over the safety factor."""
+    unreachable: str | None = None
+    """Why no budget is planned, and what to measure next."""
+
+
+def _gain(model: Surrogate, memory_mb: float, slots: int) -> float:
+    """The model's gain in events/s for one more slot at ``slots``."""
+    return float(model.predict(memory_mb, slots + 1) - model.predict(memory_mb, slots))
+
+
+def trusted_slots(model: Surrogate, memory_mb: float, measured_slots: int, settings: ExplorerSettings) -> tuple[int, str]:
+    """The largest budget a plan may use, and the rule that sets it: ``max_extrapolation`` x the
+    largest budget measured, or, for a model whose gain per slot shrinks (log, sqrt), the last budget
+    where that gain is still ``min_marginal`` of its gain at the largest budget measured."""
+    limit = max(measured_slots, min(settings.max_plan_slots, math.floor(settings.max_extrapolation * measured_slots)))
+    why = (f"{limit:,} slots, {settings.max_extrapolation:g}x the largest budget measured ({measured_slots}): "
+           f"the extrapolation limit")
+    base = _gain(model, memory_mb, measured_slots)
+    if base <= 0:
+        return measured_slots, f"{measured_slots} slots: the model does not grow with slots beyond what was measured"
+    floor_gain = settings.min_marginal * base
+    if _gain(model, memory_mb, limit) >= floor_gain:
+        return limit, why
+    lo, hi = measured_slots, limit  # the gain shrinks with slots: the last budget above the floor
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _gain(model, memory_mb, mid) >= floor_gain:
+            lo = mid
+        else:
+            hi = mid
+    return lo, (f"{lo:,} slots: beyond, the {model.family} model gains less than {100 * settings.min_marginal:g} % "
+                f"of what a slot gains at {measured_slots} slots, so its answer rests on the curve's flat tail")
+
+
+MEASURE_NEXT = ("To extend the model, measure larger budgets: a larger testbed (--max-slots on the sim, more "
+                "slots in the Flink inventory), or a staged run on part of the production cluster")
+"""What an unreachable answer says to measure next."""
+
+
+RISK_CHUNK = 4096
+"""Budgets whose bootstrap predictions are evaluated at once by risk_solve."""
+
+
+def risk_of(fits: Sequence[Surrogate], memory_mb: float, slots: int, rate: float) -> float | None:
+    """The estimated risk that ``slots`` do not sustain ``rate``: the share of the bootstrap fits
+    (surrogates.bootstrap_fits) that predict less there; None when the measurements allow no refit."""
+    if not fits:
+        return None
+    return float(np.mean(predictions(fits, memory_mb, [slots])[:, 0] < rate))
+
+
+def risk_solve(fits: Sequence[Surrogate], memory_mb: float, rate: float, risk: float, min_slots: int,
+               max_slots: int) -> int | None:
+    """The smallest budget whose one-sided lower bound (the ``risk`` quantile of the bootstrap fits'
+    predictions) reaches ``rate``: at most that share of the curves the measurements allow falls short."""
+    if not fits:
+        return None
+    for start in range(min_slots, max_slots + 1, RISK_CHUNK):
+        slots = np.arange(start, min(start + RISK_CHUNK, max_slots + 1))
+        bound = np.quantile(predictions(fits, memory_mb, slots), risk, axis=0)
+        hits = np.flatnonzero(bound >= rate)
+        if hits.size:
+            return int(slots[hits[0]])
+    return None
+
+
+def guarded_solve(model: Surrogate, memory_mb: float, rate: float, *, min_slots: int, measured_slots: int,
+                  settings: ExplorerSettings, safety: float | None = None,
+                  fits: Sequence[Surrogate] | None = None) -> Solve:
+    """The smallest budget whose prediction reaches safety x rate (or, with ``settings.risk`` and the
+    bootstrap ``fits``, whose risk bound reaches the rate), within the trusted budgets; when none
+    does, why, and the highest rate the plan can support there."""
+    safety = settings.safety if safety is None else safety
+    limit, why = trusted_slots(model, memory_mb, measured_slots, settings)
+    if settings.risk is not None and fits is not None:
+        max_rate = max(0.0, float(np.quantile(predictions(fits, memory_mb, [limit])[:, 0], settings.risk)))
+        slots = risk_solve(fits, memory_mb, rate, settings.risk, min_slots, max(limit, min_slots))
+    else:
+        max_rate = max(0.0, float(model.predict(memory_mb, limit))) / safety
+        slots = inverse_solve(model, memory_mb, rate, safety=safety, min_slots=min_slots,
+                              max_slots=max(limit, min_slots))
+    if slots is not None:
+        return Solve(slots, limit, max_rate)
+    return Solve(None, limit, max_rate,
+                 f"unreachable within {why}; the most this plan supports is {max_rate:,.0f} events/s. {MEASURE_NEXT}")
+
+
+def predictor(policy, metrics: SingleTaskMetrics) -> Callable[[ExplorationPoint], float]:
+    """The policy's predicted rate of a measured point's configuration, with the plan's ``metrics`` and
+    the job's max parallelism that point ran with."""
+    def predict(p: ExplorationPoint) -> float:
+        used = replace(metrics, max_parallelism=p.max_parallelism) if p.max_parallelism else metrics
+        return policy.predict(used, p.configuration)
+
+    return predict
+
+
+def spread(slots: int) -> float:
+    """The scale the efficiency declines along: sqrt(2 ln P), how far the slowest of P tasks lags the
+    mean in standard deviations (model/keyskew.max_z). What a budget loses to its configuration's
+    prediction is the moment-to-moment lag of its slowest tasks (speed noise, firings): it grows as
+    the maximum of P draws, not as ln P, which over-provisioned q11 at 25 x by 28 % (docs/planner.md)."""
+    return max_z(max(int(slots), 1))
+
+
+def measured_etas(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
+                  ) -> list[tuple[int, float]]:
+    """(slots, eta) of every budget measured with ``memory_mb``: its MST over ``predict(point)``, at most 1."""
+    etas = []
+    for p in points:
+        if p.memory_mb == memory_mb and p.mst > 0 and p.configuration:
+            lam = predict(p)
+            if lam > 0 and math.isfinite(lam):
+                etas.append((p.slots, min(1.0, p.mst / lam)))
+    return etas
+
+
+def pooled_decline(per_memory: Sequence[Sequence[tuple[int, float]]]) -> float | None:
+    """The slope of eta along spread(P), one for every memory, each memory keeping its own level
+    (least squares on the measurements centred per memory); None where no memory has two budgets.
+    The decline is the lag of the slowest of P tasks, a property of the query's parallelism, not of
+    its memory; fitted on one memory's two budgets it follows that memory's noise: q11 on the sim
+    read eta 0.988 at 4 slots and 0.933 at 48 at 4 GB, 0.951 and 0.983 at 512 MB, and the 4 GB
+    decline over-provisioned it 1.26-1.30 x at 3-25 x (docs/evaluation.md, section A)."""
+    num = den = 0.0
+    for etas in per_memory:
+        if len({s for s, _ in etas}) < 2:
+            continue
+        x = np.array([spread(s) for s, _ in etas])
+        y = np.array([e for _, e in etas])
+        num += float((x - x.mean()) @ (y - y.mean()))
+        den += float((x - x.mean()) @ (x - x.mean()))
+    return num / den if den > 0 else None
+
+
+def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float],
+               decline: float | None = None) -> tuple[Callable[[int], float], int, float] | None:
+    """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
+    ``predict(point)`` (the policy's capacities with the plan's metrics) at each budget measured
+    with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
+    further along spread(P) by ``decline`` (pooled_decline: one slope for every memory) or, without
+    it, by this memory's own slope, where the measurements decline with P (never raised). Between
+    the two largest budgets (the testbed's and a checkpoint's, far beyond it), eta runs linearly in
+    spread(P) from one's lowest to the other's. Returns (eta, the largest budget measured, its eta),
+    or None without measurements of that memory."""
+    etas = measured_etas(points, memory_mb, predict)
+    if not etas:
+        return None
+    top = max(s for s, _ in etas)
+    eta_top = min(e for s, e in etas if s == top)
+    slope = 0.0
+    if decline is not None:
+        slope = decline
+    elif len({s for s, _ in etas}) >= 2:
+        x = np.array([spread(s) for s, _ in etas])
+        y = np.array([e for _, e in etas])
+        slope = float(np.polyfit(x, y, 1)[0])
+    below = max((s for s, _ in etas if s < top), default=None)
+
+    def eta(slots: int) -> float:
+        if below is not None and below < slots < top:
+            eta_below = min(e for s, e in etas if s == below)
+            return eta_below + (eta_top - eta_below) * (spread(slots) - spread(below)) / (spread(top) - spread(below))
+        return max(0.0, eta_top + min(slope, 0.0) * (spread(max(slots, top)) - spread(top)))
+
+    return eta, top, eta_top
+
+
+def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], float], need: float, start: int,
+                     limit: int) -> tuple[int | None, float]:
+    """The smallest budget from ``start`` to ``limit`` whose own configuration, at the efficiency
+    measured, reaches ``need`` (the plan's last pass, checked); and the most a budget up to ``limit``
+    reaches. eta x the prediction need not grow with P (an efficiency that keeps falling beyond the
+    largest budget measured ends below zero gain): budgets are scanned on a geometric grid, then the
+    first step that reaches ``need`` is bisected."""
+    def reach(slots: int) -> float:
+        return eta(slots) * policy.configure(metrics, slots).predicted_rate
+
+    if reach(start) >= need:
+        return start, max(reach(start), reach(limit))
+    grid = [int(v) for v in np.unique(np.geomspace(start, max(start, limit), CONFIGURED_GRID).round())]
+    reached = [reach(p) for p in grid]
+    most = max(reached)
+    hit = next((i for i, r in enumerate(reached) if r >= need), None)
+    if hit is None:
+        return None, most
+    lo, hi = grid[max(hit - 1, 0)], grid[hit]  # reach(lo) < need <= reach(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reach(mid) >= need:
+            hi = mid
+        else:
+            lo = mid
+    return hi, most
+
+
+CONFIGURED_GRID = 64
+"""Budgets configured_slots scans between the model's budget and the trusted limit."""
+
+
+def planned_max_parallelism(slots: int) -> int:
+    """The max parallelism a plan sets when Flink's default would cost slots: 16 key groups or more per
+    slot, so that the busiest task owns at most ~6 % more than the mean, within Flink's 32,768."""
+    return min(keygroups.MAX_MAX_PARALLELISM, max(keygroups.MIN_MAX_PARALLELISM, 1 << (16 * slots - 1).bit_length()))
+
+
+def key_warning(metrics: SingleTaskMetrics, parallelism: dict[str, int], rate: float) -> str | None:
+    """What a plan cannot exclude about its keyed operators: a key hot enough to hold one below ``rate`` at
+    its planned parallelism that would not have stood out at the parallelism measured
+    (policies/skew.hidden_key_capacity), and what would settle it. None when no such key could."""
+    lines = []
+    for name, r in metrics.operators:
+        if not r.keyed or name not in parallelism:
+            continue
+        cap = skew.hidden_key_capacity(r, parallelism[name], metrics.max_parallelism)
+        if cap < rate:
+            w = skew.hidden_key(r, metrics.max_parallelism)
+            tested = r.key_skew.tested_parallelism or r.measured_parallelism
+            lines.append(f"{name}: a key with up to {100 * w:.2g} % of its input would not stand out among the "
+                         f"{tested:,} tasks measured, and would hold its {parallelism[name]:,} tasks at "
+                         f"{cap:,.0f} events/s")
+    if not lines:
+        return None
+    return ("; ".join(lines) + ". The key distribution of representative data, or a checkpoint at this scale "
+            "(--checkpoint-slots), tells whether such a key exists (docs/planner.md, key skew)")
+
+
+def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
+                    rate: float, *, safety: float, min_slots: int, max_slots: int,
+                    settings: ExplorerSettings | None = None) -> dict[str, int | None]:
+    """The inverse solve (section VI, "Model usage") with each candidate family fitted on the same D.
+
+    The paper picks one family; how far the others land shows how much a plan extrapolated far beyond
+    the testbed rests on that pick (the paper chose its families by hand, docs/evaluation.md)."""
+    out: dict[str, int | None] = {}
+    measured = max(o.slots for o in obs)
+    guards = replace(settings or ExplorerSettings(), max_plan_slots=max_slots)
+    for f in families:
+        try:
+            out[f] = guarded_solve(fit(f, obs, features), memory_mb, rate, min_slots=min_slots, measured_slots=measured,
+                                   settings=guards, safety=safety).slots
+        except ValueError:  # too few measurements, or inputs the family cannot take
+            out[f] = None
+    return out
+
