@@ -13,6 +13,7 @@ from ..errors import UserError
 from .base import Planner, PlanningRequest, Sizing, Step
 
 PLANNERS: dict[str, str] = {
+    "streambed": "streambed:StreamBedPlanner",  # the Resource Explorer: explore, fit, inverse-solve (sections IV-VI)
     "ds2": "ds2:Ds2Loop",  # DS2's scaling loop (Kalavri et al.)
     "autoscaler": "ds2:Autoscaler",  # the Flink Kubernetes operator's autoscaler (DS2 + its defaults)
     "imai": "imai:Imai",  # Imai et al.'s MST models 1 and 2, chosen by validation points

@@ -1,0 +1,113 @@
+"""StreamBed's own planner behind the Planner protocol (planner/base.py): the Resource Explorer's
+exploration over (memory per slot, slots) through the Configuration Optimizer and the Capacity
+Estimator (paper sections IV-VI), then the inverse solve of its model for the rate.
+
+The chain is wired as a plan campaign wires it (estimator -> optimizer -> explorer), every window
+through a ledger of its own in a temporary directory that is gone once the exploration ends: a
+method compared with others keeps its evidence, not its ledger. The sizing is the plan's entry with
+the least total memory (slots x memory per slot) among the memories that reach the rate.
+
+Options (``PlanningRequest.options``): ``timing`` (an estimator timing, planner/estimator.py:TIMINGS),
+``policy`` (a configuration policy, planner/policies:POLICIES), ``safety`` and ``risk``
+(ExplorerSettings), ``search`` (planner/search.py:SEARCHES).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import UserError
+from ..ledger import Ledger
+from ..model import Plan, PlanEntry
+from ..testbed.base import Testbed
+from .base import Log, PlanningRequest, Sizing, Step, silent
+from .estimator import DEFAULT_TIMING, CapacityEstimator, Timing
+from .exploration import Exploration, ExplorerSettings
+from .explorer import ResourceExplorer, check_search_space
+from .optimizer import ConfigurationOptimizer
+from .policies import DEFAULT_POLICY, policy_named
+
+OPTIONS = ("timing", "policy", "safety", "risk", "search")
+"""The options this planner reads from ``PlanningRequest.options``."""
+
+
+@dataclass
+class StreamBedEvidence:
+    """An exploration and the explorer that made it (its optimizer holds the single-task metrics the
+    plan's last pass reads), for the memories the request named."""
+
+    explorer: ResourceExplorer
+    exploration: Exploration
+    memories: tuple[int, ...]
+    estimator_calls: int = 0
+    testbed_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"memories": list(self.memories), "exploration": self.exploration.to_dict(),
+                "estimator_calls": self.estimator_calls, "testbed_seconds": self.testbed_seconds}
+
+
+def explorer_settings(request: PlanningRequest) -> ExplorerSettings:
+    """The explorer's settings for a request: its seed, measurement budget and options."""
+    unknown = sorted(set(request.options) - set(OPTIONS))
+    if unknown:
+        raise UserError(f"options: the streambed planner takes {', '.join(OPTIONS)}, not {', '.join(unknown)}")
+    o: Mapping[str, Any] = request.options
+    base = ExplorerSettings()
+    return ExplorerSettings(seed=request.seed,
+                            max_measurements=request.max_measurements or base.max_measurements,
+                            safety=float(o.get("safety", base.safety)),
+                            risk=float(o["risk"]) if o.get("risk") is not None else None,
+                            search=str(o.get("search", base.search)))
+
+
+def smallest_memory(plan: Plan) -> PlanEntry | None:
+    """The entry that reaches the rate with the least total memory (slots x memory per slot; fewer
+    slots on a tie); None when no memory per slot reaches it."""
+    reached = [e for e in plan.entries if e.slots is not None]
+    return min(reached, key=lambda e: (e.slots * e.memory_mb, e.slots)) if reached else None
+
+
+class StreamBedPlanner:
+    """Explore (memory per slot, slots) on the testbed, fit and select a model, inverse-solve it."""
+
+    name = "streambed"
+
+    def explore(self, testbed: Testbed, request: PlanningRequest, log: Log = silent) -> StreamBedEvidence:
+        settings = explorer_settings(request)
+        timing = Timing.named(str(request.options.get("timing", DEFAULT_TIMING)))
+        policy = policy_named(str(request.options.get("policy", DEFAULT_POLICY)))
+        info = testbed.info()
+        query = testbed.query(request.query)
+        memories = check_search_space(query, info, request.memories or info.memory_per_slot)
+        with tempfile.TemporaryDirectory(prefix="streambed-planner-") as directory, \
+                Ledger.open(directory, "plan", {"query": request.query, "seed": request.seed}, resume=False) as ledger:
+            estimator = CapacityEstimator(testbed, ledger, timing, log)
+            optimizer = ConfigurationOptimizer(estimator, query, policy)
+            explorer = ResourceExplorer(optimizer, info, settings, log)
+            exploration = explorer.explore(memories)
+            # the plan's last pass reads a memory's single-task run where D sustained nothing with it:
+            # measured now, so that plan() never touches the testbed
+            for m in memories:
+                if not any(p.memory_mb == m and p.mst > 0 for p in exploration.points):
+                    optimizer.single_task(m)
+        exploration.estimator_calls = estimator.calls
+        exploration.testbed_seconds = estimator.testbed_seconds
+        return StreamBedEvidence(explorer, exploration, tuple(memories), estimator.calls, estimator.testbed_seconds)
+
+    def plan(self, evidence: StreamBedEvidence, request: PlanningRequest) -> Sizing:
+        plan = evidence.explorer.plan(evidence.exploration, request.rate, evidence.memories)
+        entry = smallest_memory(plan)
+        steps = tuple(Step(p.slots, p.memory_mb, dict(p.configuration), p.mst, p.testbed_seconds, p.phase)
+                      for p in evidence.exploration.points)
+        detail = {**plan.to_dict(), "max_parallelism": entry.max_parallelism if entry else None}
+        common = dict(testbed_seconds=evidence.testbed_seconds, measurements=evidence.estimator_calls, steps=steps,
+                      detail=detail)
+        if entry is None:
+            why = "; ".join(f"{e.memory_mb} MB: {e.unreachable}" for e in plan.entries)
+            return Sizing(self.name, request.query, request.rate, None, None, None, unreachable=why, **common)
+        return Sizing(self.name, request.query, request.rate, entry.slots, entry.memory_mb, dict(entry.configuration),
+                      notes=(entry.key_warning,) if entry.key_warning else (), **common)
