@@ -18,7 +18,7 @@ PACKAGE = REPO / "controller" / "streambed"
 
 LAYERS = {
     # layer: module name prefixes (a prefix matches the module and its submodules)
-    "algorithms": ("streambed.planner",),
+    "planner": ("streambed.planner",),
     "protocol": ("streambed.testbed.base",),
     "engines": ("streambed.testbed",),
     "infra": ("streambed.infra",),
@@ -34,24 +34,24 @@ LAYERS = {
 
 FORBIDDEN = {
     # layer: the layers it must never import, and why (docs/architecture.md)
-    "algorithms": ({"engines", "infra", "cli", "records", "reports", "campaigns"},
-                   "algorithms see a testbed only through the Testbed protocol"),
-    "engines": ({"algorithms", "infra", "cli", "records", "reports", "campaigns"},
-                "engines know nothing of the algorithms or of how they are deployed"),
-    "protocol": ({"algorithms", "engines", "infra", "cli", "records", "reports", "campaigns"},
+    "planner": ({"engines", "infra", "cli", "records", "reports", "campaigns"},
+                "the planner sees a testbed only through the Testbed protocol, and is assembled by the campaigns"),
+    "engines": ({"planner", "infra", "cli", "records", "reports", "campaigns"},
+                "engines know nothing of the planner or of how they are deployed"),
+    "protocol": ({"planner", "engines", "infra", "cli", "records", "reports", "campaigns"},
                  "the protocol is the seam: it depends on domain types only"),
-    "records": ({"algorithms", "engines", "infra", "cli", "reports", "campaigns"},
+    "records": ({"planner", "engines", "infra", "cli", "reports", "campaigns"},
                 "records depend on domain types and the ledger's read API"),
-    "reports": ({"algorithms", "engines", "infra", "cli", "records", "campaigns"},
-                "reports depend on domain types, never on the algorithms"),
-    "metrics": ({"algorithms", "engines", "infra", "cli", "records", "reports", "campaigns", "ledger"},
+    "reports": ({"planner", "engines", "infra", "cli", "records", "campaigns"},
+                "reports depend on domain types, never on the planner"),
+    "metrics": ({"planner", "engines", "infra", "cli", "records", "reports", "campaigns", "ledger"},
                 "metrics turn samples into measurements, nothing more"),
-    "domain": ({"algorithms", "protocol", "engines", "infra", "cli", "records", "reports", "campaigns", "ledger",
+    "domain": ({"planner", "protocol", "engines", "infra", "cli", "records", "reports", "campaigns", "ledger",
                 "metrics"}, "domain types are the bottom layer"),
-    "ledger": ({"algorithms", "engines", "infra", "cli", "records", "reports", "campaigns", "metrics"},
-               "the ledger stores steps; it knows no algorithm"),
-    "infra": ({"algorithms", "cli", "records", "reports", "campaigns"},
-              "infra deploys and provides testbeds; it runs no algorithm"),
+    "ledger": ({"planner", "engines", "infra", "cli", "records", "reports", "campaigns", "metrics"},
+               "the ledger stores steps; it knows no planner"),
+    "infra": ({"planner", "cli", "records", "reports", "campaigns"},
+              "infra deploys and provides testbeds; it plans nothing"),
     "campaigns": ({"cli"}, "campaigns are assembled by the commands, not the other way round"),
 }
 
@@ -129,8 +129,14 @@ def test_no_layer_imports_what_it_must_not():
     ("streambed.planner.policies.bids2", "from ...campaigns import chain"),
     ("streambed.model.plan", "from ..planner.surrogates import fit"),
     ("streambed.planner.estimator", "from ..commands import args"),
-], ids=["algorithm-engine", "algorithm-infra-lazy", "engine-algorithm", "engine-infra", "records-algorithm",
-        "report-algorithm", "algorithm-campaigns", "domain-algorithm", "algorithm-cli"])
+    ("streambed.planner.streambed", "from ..report import plots"),
+    ("streambed.planner.streambed", "from ..campaigns.chain import assemble"),
+    ("streambed.testbed.sim.truth", "from ...planner.estimator import verdict"),
+    ("streambed.testbed.base", "from ..planner import PLANNERS"),
+    ("streambed.model.plan", "import streambed.planner.search"),
+], ids=["planner-engine", "planner-infra-lazy", "engine-planner", "engine-infra", "records-planner",
+        "report-planner", "planner-campaigns", "domain-planner", "planner-cli", "planner-report", "planner-campaigns-init",
+        "testbed-planner", "protocol-planner", "model-planner"])
 def test_a_planted_bad_import_is_caught(module, source):
     assert violations(module, source), f"{source!r} in {module} should break a rule"
 
@@ -140,9 +146,43 @@ def test_a_planted_bad_import_is_caught(module, source):
     ("streambed.campaigns.plan", "from ..report import plots"),
     ("streambed.infra.local", "from ..testbed.flink import FlinkTestbed"),
     ("streambed.records", "from . import ledger"),
+    ("streambed.planner.search", "from ..testbed.base import Testbed"),
+    ("streambed.planner.ds2", "from ..ledger import Ledger"),
+    ("streambed.campaigns.chain", "from ..planner.explorer import ResourceExplorer"),
 ])
 def test_allowed_imports_pass(module, source):
     assert not violations(module, source)
+
+
+CLI = ("streambed.cli", "streambed.commands", "streambed.__main__")
+
+
+def command_imports(module: str, source: str, is_package: bool = False) -> list[str]:
+    """The imports of ``streambed.commands`` by ``module`` when it is not part of the command line."""
+    if any(module == c or module.startswith(c + ".") for c in CLI):
+        return []
+    return [f"{module}:{line} imports {target}" for line, target in imports(module, source, is_package)
+            if target == "streambed.commands" or target.startswith("streambed.commands.")]
+
+
+def test_nothing_imports_the_commands_but_the_command_line():
+    """Commands parse and display: what they share with a library or a Spark job belongs below them."""
+    found = [v for m, src, pkg in package_sources() for v in command_imports(m, src, pkg)]
+    for path in sorted((REPO / "spark").rglob("*.py")):
+        found += command_imports(f"spark.{path.stem}", path.read_text())
+    assert not found, "imports of the commands outside the command line:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("module, source, caught", [
+    ("streambed.campaigns.plan", "from ..commands import args", True),
+    ("streambed.planner.search", "def f():\n    import streambed.commands.args", True),
+    ("spark.analytics", "from streambed.commands.args import Parser", True),
+    ("streambed.cli", "from .commands import explore", False),
+    ("streambed.commands.explore", "from .common import logs", False),
+    ("streambed.campaigns.plan", "from ..checks import number", False),
+])
+def test_a_planted_import_of_the_commands_is_caught(module, source, caught):
+    assert bool(command_imports(module, source)) is caught
 
 
 def test_no_command_function_is_longer_than_60_lines():
