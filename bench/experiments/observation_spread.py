@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from streambed.estimator import TIMINGS, CapacityEstimator
+from streambed.planner.estimator import TIMINGS, CapacityEstimator
 from streambed.infra.local import LocalProvider, default_inventory
 from streambed.infra.services import flink_testbed
 from streambed.ledger import Ledger
