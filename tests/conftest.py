@@ -66,7 +66,7 @@ def spark():
 
 
 CLUSTER_TESTS = {"test_ansible_ssh.py", "test_ansible_kafka_disk.py", "test_exposure.py", "test_kafka_broker.py",
-                 "test_lab.py"}
+                 "test_lab.py", "test_lab_e2e.py"}
 """Tests that stand up hosts, brokers or firewalls of their own (sshd, network namespaces, loop devices,
 nftables, a Kafka stand-in): `make test-cluster`, CI's second step, so that `make test` stays within its
 30 minutes on 2 cores."""

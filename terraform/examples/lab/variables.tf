@@ -31,9 +31,9 @@ variable "testbed_taskmanagers" {
 }
 
 variable "testbed_slots_per_taskmanager" {
-  description = "Slots per testbed TaskManager."
+  description = "Slots per testbed TaskManager (3: one for the source, 5 for operators, so that the explorer has two slot counts above q11's 4 operators)."
   type        = number
-  default     = 2
+  default     = 3
 }
 
 variable "testbed_memory_per_slot_mb" {
