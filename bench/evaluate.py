@@ -44,17 +44,19 @@ from rich.table import Table
 from streambed.campaigns.plan import run_plan
 from streambed.commands import args as cli_args
 from streambed.campaigns.chain import assemble
-from streambed.policies import DEFAULT_POLICY
-from streambed.estimator import Timing
-from streambed.explorer import ExplorerSettings, select_family
+from streambed.planner.policies import DEFAULT_POLICY
+from streambed.planner.estimator import Timing
+from streambed.planner.exploration import ExplorerSettings
+from streambed.planner.search import SEARCHES
+from streambed.planner.selection import select_family
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
-from streambed.policies.bids2 import bids2
-from streambed.policies.ds2 import ds2
+from streambed.planner.policies.bids2 import bids2
+from streambed.planner.policies.ds2 import ds2
 from paper import QUERIES as NEXMARK_QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
 from streambed.model import Features
-from streambed.surrogates import fit, inverse_solve, loocv_rmse
+from streambed.planner.surrogates import fit, inverse_solve, loocv_rmse
 from streambed.testbed.sim.profile import SimProfile, load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth, TruthSettings
@@ -764,9 +766,8 @@ def main() -> int:
     parser.add_argument("--checkpoint-slots", type=int, default=None,
                         help="section A: staged measurements on a simulated cluster of this many slots where the "
                              "families disagree or the plan is unreachable (streambed plan --checkpoint-slots)")
-    parser.add_argument("--sizing", choices=("surrogate", "efficiency"), default="surrogate",
-                        help="section A: the plan's budget from the surrogate model (section VI) or from the "
-                             "efficiency of the configurations measured alone (issue 11's alternative)")
+    parser.add_argument("--search", choices=tuple(SEARCHES), default=ExplorerSettings.search,
+                        help="section A: the explorer's search strategy (planner/search.py)")
     parser.add_argument("--profiles", default=None,
                         help="section A: these profiles (shipped names or YAML paths, comma-separated) instead of the "
                              "ten public ones; section E runs the probes of bench/profiles/")
@@ -781,7 +782,7 @@ def main() -> int:
     args = parser.parse_args()
     profiles = tuple(p.strip() for p in args.profiles.split(",") if p.strip()) if args.profiles else NEXMARK_QUERIES + ANALYTIC
     # section A's explorer settings that differ from the product's defaults (named in its table's title)
-    explorer = {k: v for k, v in (("sizing", args.sizing),) if v != getattr(ExplorerSettings, k)}
+    explorer = {k: v for k, v in (("search", args.search),) if v != getattr(ExplorerSettings, k)}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

@@ -16,10 +16,10 @@ import sys
 import time
 
 from streambed.model import OperatorRates, SingleTaskMetrics
-from streambed.policies.bids2 import bids2
+from streambed.planner.policies.bids2 import bids2
 from paper import TABLE_IV_RATE
 from streambed.model import Features, Surrogate
-from streambed.surrogates import inverse_solve
+from streambed.planner.surrogates import inverse_solve
 
 # q8's operators with their single-task metrics at 4 GB, as the sim's estimator measures them
 # (records/s per task, records per source event). The paper counts 8 operators for q8; the sim's

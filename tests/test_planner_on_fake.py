@@ -8,13 +8,14 @@ import math
 import pytest
 
 from streambed.errors import JobRestarted, MetricsMissing, TaskManagerLost, TestbedUnreachable
-from streambed.estimator import CapacityEstimator, EstimationFailed, Timing, converged, next_rate
-from streambed.explorer import ExplorerSettings, ResourceExplorer
+from streambed.planner.estimator import CapacityEstimator, EstimationFailed, Timing, converged, next_rate
+from streambed.planner.exploration import ExplorerSettings
+from streambed.planner.explorer import ResourceExplorer
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, OperatorRates, Query, SingleTaskMetrics
-from streambed.optimizer import ConfigurationOptimizer
-from streambed.policies.bids2 import bids2
-from streambed.surrogates import Surrogate
+from streambed.planner.optimizer import ConfigurationOptimizer
+from streambed.planner.policies.bids2 import bids2
+from streambed.planner.surrogates import Surrogate
 from fake_testbed import FakeTestbed
 
 TIMING = Timing("t", warmup_s=10, cooldown_s=2, cooldown_rate_per_source=10, ramp_s=2, observe_s=5,
@@ -162,7 +163,7 @@ def test_the_explorer_picks_the_family_and_plans_slots_for_a_rate(ledger):
 def test_the_stop_rule_survives_an_exact_fit():
     """Found on the fake: a testbed whose MSTs are exactly linear gives a LOOCV RMSE of 0, then a
     rounding error above it; growth from 0 is unbounded, so the explorer stops (and says so)."""
-    from streambed.explorer import should_stop
+    from streambed.planner.search import should_stop
 
     reason = should_stop([math.inf] * 4 + [0.0, 0.0, 1e-10], 4, ExplorerSettings())
     assert reason is not None and "from 0" in reason

@@ -93,14 +93,14 @@ def test_fit_safety_factor_and_family_change_the_plan(tmp_path):
 
 
 def test_fit_auto_applies_the_explorers_own_selection(tmp_path):
-    from streambed.explorer import select_family, select_features
+    from streambed.planner.selection import select_family, select_features
     from streambed.model import FAMILIES, Features
-    from streambed.surrogates import loocv_rmse
+    from streambed.planner.surrogates import loocv_rmse
 
     path = paper_search_file(PAPER_DATA, "q8")
     d = json_result(streambed("fit", "--measurements", str(path), "--rate", "1.5e7", "--json", cwd=tmp_path))
     obs = list(read_measurements(path).observations)
-    features = select_features(obs, Features(), FAMILIES, "auto")
+    features = select_features(obs, Features(), FAMILIES)
     family, rule = select_family(obs, features, FAMILIES, {f: loocv_rmse(f, obs, features) for f in FAMILIES})
     assert (d["family"], d["selection"]) == (family, rule)
     assert (d["entries"][0]["coefficients"]["d"] != 0) == features.interaction
@@ -137,7 +137,7 @@ def test_export_writes_files_that_fit_and_optimize_read_back_to_the_campaigns_pl
     # both single-task metric files re-solve each planned budget as the campaign's own single-task
     # metrics do; that is the plan's configuration when the plan was configured from the single-task run
     # (its last BIDS2 pass may use the rates of the largest run of D instead: configured_from)
-    from streambed.policies.bids2 import bids2
+    from streambed.planner.policies.bids2 import bids2
 
     recorded = {r.metrics.memory_mb: r.metrics for r in read_single_task_metrics(cwd / "p").records}
     for metrics in (tmp_path / "single-task-metrics.json", tmp_path / "operator-rates.csv"):

@@ -16,7 +16,7 @@ from conftest import PAPER_DATA
 from paper import QUERIES, TABLE_III_FAMILY, TABLE_IV_RATE, TABLE_IV_SLOTS
 from streambed.records import paper_search_file, read_measurements
 from streambed.model import FAMILIES, Features, Observation, Surrogate
-from streambed.surrogates import (
+from streambed.planner.surrogates import (
     fit,
     inverse_solve,
     loocv_rmse,
