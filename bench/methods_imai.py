@@ -2,7 +2,7 @@
 the prediction error beyond the training range against the sim's ground truth.
 
     .venv/bin/python bench/methods_imai.py [--profiles q1,q2,q5,q8,q11] [--max-slots 256]
-        [--beyond 64,96,128,192,256] [--timing paper-simple] [--scale spare] [--seed 0] [--truth-cache FILE]
+        [--beyond 64,96,128,192,256] [--timing paper-simple] [--scale spare] [--model1-terms ernest] [--seed 0] [--truth-cache FILE]
 
 Per profile: the MSTs measured at the training slot counts (and their error against the truth), the
 validation slot counts of Algorithm 1, both fits, the model chosen and by which error; then the MAPE
@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--beyond", type=ints, default=[64, 96, 128, 192, 256])
     parser.add_argument("--timing", default="paper-simple")
     parser.add_argument("--scale", default="spare")
+    parser.add_argument("--model1-terms", default="ernest", help="ernest (1, 1/m, log m, m) or paper (1, 1/m, m, m^2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--truth-cache", type=Path)
     args = parser.parse_args()
@@ -48,7 +49,8 @@ def main() -> None:
         t0 = time.time()
         profile = load_profile(name)
         testbed = SimTestbed(profile, SimSettings(max_slots=args.max_slots, seed=args.seed))
-        request = PlanningRequest(name, 1.0, seed=args.seed, options={"timing": args.timing, "scale": args.scale})
+        request = PlanningRequest(name, 1.0, seed=args.seed, options={"timing": args.timing, "scale": args.scale,
+                                                                  "model1_terms": args.model1_terms})
         ev = Imai().explore(testbed, request)
         truth = GroundTruth(profile)
 

@@ -25,8 +25,8 @@ SCALES = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
 
 @pytest.mark.parametrize("weights", [(0.01, 2.0, 0.0005, 0.00001), (0.0, 1.5, 0.0, 0.0), (0.2, 0.0, 0.003, 0.0)])
 def test_model1_fit_recovers_known_coefficients(weights):
-    msts = Fit(1, weights).raw(np.array(SCALES, dtype=float))
-    fit = fit_model1(SCALES, msts)
+    msts = Fit(1, weights, "paper").raw(np.array(SCALES, dtype=float))
+    fit = fit_model1(SCALES, msts, "paper")
     assert fit.model == 1
     assert np.allclose(fit.weights, weights, rtol=1e-6, atol=1e-9)
 
@@ -35,6 +35,7 @@ def test_model1_with_ernests_terms_recovers_a_log_term():
     weights = (0.01, 1.0, 0.02, 0.0)  # 1, 1/m, log m, m
     msts = Fit(1, weights, "ernest").raw(np.array(SCALES, dtype=float))
     assert np.allclose(fit_model1(SCALES, msts, "ernest").weights, weights, rtol=1e-6, atol=1e-9)
+    assert fit_model1(SCALES, msts).terms == "ernest"  # the default
 
 
 @pytest.mark.parametrize("weights", [(5.0, 3.0, 0.01), (0.0, 100.0, 0.0), (40.0, 0.0, 0.0)])
@@ -55,9 +56,11 @@ def test_the_prediction_is_flat_after_the_peak():
     assert two.peak() == pytest.approx(50.0)
     assert two.raw(80) < two.raw(50)
     assert float(two.predict(80)) == pytest.approx(float(two.raw(50)))
-    one = Fit(1, (0.0, 4.0, 0.01, 0.0))  # time 4/m + 0.01 m is least at m = sqrt(400) = 20
+    one = Fit(1, (0.0, 4.0, 0.01, 0.0), "paper")  # time 4/m + 0.01 m is least at m = sqrt(400) = 20
     assert one.peak() == pytest.approx(20.0, rel=1e-4)
     assert float(one.predict(1000)) == pytest.approx(float(one.raw(20.0)), rel=1e-6)
+    log = Fit(1, (0.0, 4.0, 0.01, 0.0), "ernest")  # time 4/m + 0.01 log m is least at m = 4 / 0.01 = 400
+    assert log.peak() == pytest.approx(400.0, rel=1e-4)
     m = np.arange(1, 300)
     for fit in (one, two):
         assert np.all(np.diff(fit.predict(m)) >= -1e-9)
@@ -180,7 +183,7 @@ def test_on_the_sim_a_linear_query_gets_a_plan_its_truth_sustains():
 
 @pytest.mark.parametrize("options, message", [
     ({"tau": -1}, r"^options: imai option tau: expected a number > 0, got -1$"),
-    ({"model1_terms": "cubic"}, r"^options: imai option model1_terms: expected one of paper, ernest, got 'cubic'$"),
+    ({"model1_terms": "cubic"}, r"^options: imai option model1_terms: expected one of ernest, paper, got 'cubic'$"),
     ({"training": "6,eight"}, r"^options: imai option training: expected an integer >= 1, got 'eight'$"),
     ({"training": {"a": 1}}, r"^options: imai option training: expected a list of slot counts such as 6,8,12,16,48, got"),
     ({"max_slots": 500}, r"^options: imai option max_slots: expected 3 to 16 \(.*\), got 500$"),
