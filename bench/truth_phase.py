@@ -5,6 +5,10 @@ ends (docs/sim.md, "Ground truth").
 
     .venv/bin/python bench/truth_phase.py --profile FILE --config "A=6,B=12,..." [--memory 4096]
         [--observe 300,301.1,302.2]
+    .venv/bin/python bench/truth_phase.py --profile q8 --slots 48 --observe 300
+
+With ``--slots`` instead of ``--config`` it judges the best configuration of that budget (the capacity
+model's), as ``GroundTruth.true_mst`` does: section A's targets are 3, 10 and 25 x that MST at 48 slots.
 """
 
 from __future__ import annotations
@@ -35,13 +39,19 @@ class EndMinusStart(GroundTruth):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", required=True)
-    parser.add_argument("--config", required=True, help="operator=tasks, comma-separated")
+    parser.add_argument("--config", help="operator=tasks, comma-separated")
+    parser.add_argument("--slots", type=int, help="instead of --config: the best configuration of this budget")
     parser.add_argument("--memory", type=int, default=4096)
     parser.add_argument("--observe", default="300,301.1,302.2")
     args = parser.parse_args()
     profile = load_profile(args.profile)
-    tasks = {k: int(v) for k, v in (kv.split("=") for kv in args.config.split(","))}
-    config = Configuration.of(profile.query(), tasks)
+    if args.config:
+        tasks = {k: int(v) for k, v in (kv.split("=") for kv in args.config.split(","))}
+        config = Configuration.of(profile.query(), tasks)
+    elif args.slots:
+        config, _ = GroundTruth(profile).model(args.memory).best_configuration(args.slots)
+    else:
+        parser.error("--config or --slots: expected one of them")
     for observe in (float(x) for x in args.observe.split(",")):
         settings = TruthSettings(observe_s=observe)
         trend = GroundTruth(profile, settings).configuration_mst(config, args.memory)
