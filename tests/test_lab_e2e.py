@@ -54,6 +54,17 @@ def _taskmanagers(rest: str) -> int:
         return -1
 
 
+def _heartbeat_ms(rest: str, taskmanager: str) -> int:
+    """When the JobManager last heard from ``taskmanager`` (epoch ms; 0 when it is not registered).
+    A restarted TaskManager registers under the same resource id (``<host>-tm-<n>``), so a heartbeat
+    later than the kill is the new process's."""
+    try:
+        listed = requests.get(f"{rest}/taskmanagers", timeout=5).json()["taskmanagers"]
+    except (requests.RequestException, ValueError, KeyError):
+        return 0
+    return max((int(t.get("timeSinceLastHeartbeat", 0)) for t in listed if t.get("id") == taskmanager), default=0)
+
+
 def _estimate_killing_a_taskmanager(inventory: Path, host: str, rest: str, campaign: Path,
                                     timings: dict) -> tuple[dict, float]:
     """The estimate, with the first TaskManager of ``host`` killed right after its first window:
@@ -69,15 +80,16 @@ def _estimate_killing_a_taskmanager(inventory: Path, host: str, rest: str, campa
             lines.append(line.rstrip())
             print(f"[estimate] {line.rstrip()}")
             if back_s is None and "events/s ->" in line:
-                expected = _taskmanagers(rest)
-                killed = _streambed("nodes", "stop-taskmanager", "--inventory", str(inventory), host,
-                                    timeout=120)
+                killed = _streambed("nodes", "stop-taskmanager", "--inventory", str(inventory), host, "--json",
+                                    timeout=600)
                 assert killed.returncode == 0, killed.stderr
-                gone = time.monotonic()
-                while _taskmanagers(rest) < expected and time.monotonic() - gone < TM_BACK_S + 30:
+                gone, gone_ms = time.monotonic(), time.time() * 1000  # the process is gone (the command waits)
+                while (_heartbeat_ms(rest, f"{host}-tm-1") <= gone_ms
+                       and time.monotonic() - gone < TM_BACK_S + 60):
                     time.sleep(1)
                 back_s = time.monotonic() - gone
-                print(f"[estimate] TaskManager on {host} killed; {expected} TaskManagers again after {back_s:.1f} s")
+                print(f"[estimate] TaskManager {json.loads(killed.stdout)['pid']} on {host} killed; "
+                      f"registered again after {back_s:.1f} s")
         out = proc.stdout.read()
         assert proc.wait(timeout=1800) == 0, "\n".join(lines[-5:])
     finally:
