@@ -23,7 +23,7 @@ What a *run* is: the windows of one job of one configuration on one budget.
 
 * ``estimator``: one Capacity Estimator search (steps ``<key>/w<i>`` and ``<key>/w<i>/more<j>``, with
   ``<key>`` e.g. ``estimate``, ``optimize``, ``single/4096MB``, ``co03/2048MB/32``). Its MST and each
-  test's verdict are recomputed with the estimator's own rule (``streambed.estimator.verdict``) and the
+  test's verdict are recomputed with the estimator's own rule (``streambed.planner.estimator.verdict``) and the
   campaign's timing, the windows of a test observed longer (``more``) joined as the estimator joins them.
 * ``measure``: a measure campaign's configuration at its list of rates (``measure/<MB>/<config>/<i>@<rate>``).
 * ``validate``: one validation run at one multiple of the rate (``validate/<m>x``), its judged windows.
@@ -43,19 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-if __name__ == "__main__" and not __package__:
-    # spark-submit runs this file as a script: make the repository's packages importable when they are
-    # not installed (appended, so that an installed streambed wins).
-    _repo = Path(__file__).resolve().parents[2]
-    for _p in (_repo / "spark", _repo / "controller"):
-        if _p.is_dir() and str(_p) not in sys.path:
-            sys.path.append(str(_p))
-
-from streambed.errors import UserError  # noqa: E402
-from streambed.estimator import TIMINGS, sustained_rate, verdict  # noqa: E402
-from streambed.ledger import Ledger, read_campaign  # noqa: E402
-from streambed.model import Measurement  # noqa: E402
-from streambed_spark.session import DEFAULT_MASTER, SparkSettings  # noqa: E402
+from streambed.checks import Parser
+from streambed.errors import UserError
+from streambed.planner.estimator import TIMINGS, sustained_rate, verdict
+from streambed.ledger import Ledger, read_campaign
+from streambed.model import Measurement
+from streambed_spark.session import DEFAULT_MASTER, SparkSettings
 
 OPTION = "--campaign-dir"
 
@@ -621,8 +614,6 @@ def _submitted_master() -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``spark-submit spark/streambed_spark/analytics.py --campaign-dir A --campaign-dir B --out DIR
     [--master URL]``: the summary as JSON on stdout; bad input is one line on stderr and exit status 2."""
-    from streambed.commands.args import Parser
-
     p = Parser(prog="analytics.py", description="Summary tables (Parquet) of StreamBed campaigns' ledgers.")
     p.add_argument("--campaign-dir", action="extend", nargs="+", default=[], metavar="DIR",
                    help="campaign directories (or their ledger.sqlite), e.g. campaigns/*; may be repeated")

@@ -5,11 +5,13 @@ the records it receives (events of its input kinds, after the query's filter on 
 a join), counted per distinct key; from the counts, the number of distinct keys, the heaviest keys,
 the sum of squared counts (the concentration) and the records per key group of Flink's own hash.
 
-Flink's hash is written here as Spark column expressions (no Python UDF: the executors run no
-StreamBed code, and Murmur3 on 64-bit integers wraps nowhere): 32-bit words held in BIGINT columns,
-products split in 16-bit halves so that none exceeds 2^49. Each intermediate value is a column of
-its own projection, so that an expression using a value twice does not copy its whole tree. The
-pure Python version, checked against Flink's classes, is model/keystats.py; tests compare the two.
+Spark counts the records per key; the driver hashes each distinct key with Flink's hash
+(model/keystats.key_group, checked against Flink's classes) while it streams the counts back
+(``toLocalIterator``, one partition at a time), so no StreamBed code runs on the executors and the
+hash is written once. Written as Spark column expressions instead (Murmur3 in 16-bit halves), the
+hash's ~100 chained steps took Spark's analyser 20-120 s to plan for ten rows on this loaded machine,
+as one projection per step or as nested lambdas alike. The driver hashed 26,000 keys/s (one core,
+load average 24 on 2 cores): a data set of 10^7 distinct keys costs minutes there.
 
 Run from ``streambed data keys`` or ``spark-submit spark/streambed_spark/keys.py --query q5 --input
 DIR`` (the packages installed, as ``make install`` does).
@@ -24,7 +26,7 @@ from functools import reduce
 from pathlib import Path
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -36,71 +38,6 @@ from streambed.model.keystats import DataKeyStatistics, KeyedOperator, KeyStatis
 
 from streambed_spark import nexmark
 from streambed_spark.session import DEFAULT_MASTER, SparkSettings
-
-M32 = 0xFFFFFFFF
-
-
-# -- Flink's hash as column expressions ------------------------------------------------------------------------
-
-class _Stages:
-    """A DataFrame grown one computed column at a time (names _h0, _h1, ...)."""
-
-    def __init__(self, df: DataFrame):
-        self.df, self.n = df, 0
-
-    def put(self, expr: Column) -> Column:
-        name = f"_h{self.n}"
-        self.n += 1
-        self.df = self.df.withColumn(name, expr)
-        return F.col(name)
-
-
-def _mul(s: _Stages, a: Column, c: int) -> Column:
-    """(a * c) mod 2^32 for a in [0, 2^32): c split into 16-bit halves, each product below 2^49."""
-    lo, hi = c & 0xFFFF, c >> 16
-    return s.put(((a * F.lit(lo)) + F.shiftleft((a * F.lit(hi)).bitwiseAND(F.lit(0xFFFF)), 16)).bitwiseAND(F.lit(M32)))
-
-
-def _rotl(s: _Stages, x: Column, r: int) -> Column:
-    return s.put(F.shiftleft(x, r).bitwiseAND(F.lit(M32)).bitwiseOR(F.shiftrightunsigned(x, 32 - r)))
-
-
-def _mix_k1(s: _Stages, k: Column) -> Column:
-    return _mul(s, _rotl(s, _mul(s, k, keystats.C1), 15), keystats.C2)
-
-
-def _mix_h1(s: _Stages, h: Column, k: Column) -> Column:
-    r = _rotl(s, s.put(h.bitwiseXOR(k)), 13)
-    return s.put((r * F.lit(5) + F.lit(0xE6546B64)).bitwiseAND(F.lit(M32)))
-
-
-def _fmix(s: _Stages, h: Column) -> Column:
-    h = s.put(h.bitwiseXOR(F.shiftrightunsigned(h, 16)))
-    h = _mul(s, h, 0x85EBCA6B)
-    h = s.put(h.bitwiseXOR(F.shiftrightunsigned(h, 13)))
-    h = _mul(s, h, 0xC2B2AE35)
-    return s.put(h.bitwiseXOR(F.shiftrightunsigned(h, 16)))
-
-
-def with_key_group(df: DataFrame, columns: Sequence[str], max_parallelism: int, out: str = "key_group") -> DataFrame:
-    """``df`` with the key group Flink assigns the BIGINT key ``columns`` among ``max_parallelism`` groups
-    (keystats.key_group, as column expressions)."""
-    s = _Stages(df)
-    header = 2 * ((len(columns) + 63 + 8) // 64)
-    words: list[Column] = [F.lit(0).cast("bigint")] * header
-    for c in columns:
-        v = F.col(c).cast("bigint")
-        words += [v.bitwiseAND(F.lit(M32)), F.shiftrightunsigned(v, 32)]
-    h = F.lit(keystats.SEED).cast("bigint")
-    for w in words:
-        h = _mix_h1(s, h, _mix_k1(s, s.put(w)))
-    code = _fmix(s, s.put(h.bitwiseXOR(F.lit(4 * len(words)))))
-    # MathUtils.murmurHash's second pass, then its absolute value of the signed int (MIN_VALUE: 0,
-    # which 2^31 mod any power of two also gives).
-    spread = _fmix(s, s.put(_mix_h1(s, F.lit(0).cast("bigint"), _mix_k1(s, code)).bitwiseXOR(F.lit(4))))
-    magnitude = F.when(spread >= F.lit(1 << 31), F.lit(1 << 32) - spread).otherwise(spread)
-    drop = [f"_h{i}" for i in range(s.n)]
-    return s.df.withColumn(out, F.pmod(magnitude, F.lit(int(max_parallelism)))).drop(*drop)
 
 
 # -- the job ---------------------------------------------------------------------------------------------------
@@ -126,31 +63,25 @@ def key_rows(events_df: DataFrame, op: KeyedOperator) -> DataFrame:
 
 
 def statistics(rows: DataFrame, op: KeyedOperator) -> KeyStatistics:
-    """The key statistics of ``op`` from its key rows: counts per key, then per key group."""
+    """The key statistics of ``op`` from its key rows: records per key (Spark), then per key group."""
     keys = [c for c in rows.columns if c.startswith("k")]
     counts = rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("n")).where(
         reduce(lambda a, b: a & b, [F.col(k).isNotNull() for k in keys]))
     counts = counts.persist()
     try:
         top = counts.orderBy(F.col("n").desc(), *keys).limit(keystats.TOP_KEYS).collect()
-        hashed = all(isinstance(rows.schema[k].dataType, (T.LongType, T.IntegerType)) for k in keys)
+        total = counts.agg(F.sum("n").alias("records"), F.count(F.lit(1)).alias("keys"),
+                           F.sum(F.col("n").cast("double") * F.col("n")).alias("squares")).collect()[0]
         groups = None
-        if hashed:
-            per_group = (with_key_group(counts, keys, keystats.RECORDED_KEY_GROUPS)
-                         .groupBy("key_group").agg(F.sum("n").alias("records"), F.count(F.lit(1)).alias("keys"),
-                                                   F.sum(F.col("n").cast("double") * F.col("n")).alias("squares"))
-                         .collect())
-            groups = {int(r["key_group"]): int(r["records"]) for r in per_group}
-            records = sum(int(r["records"]) for r in per_group)
-            distinct = sum(int(r["keys"]) for r in per_group)
-            squares = float(sum(float(r["squares"]) for r in per_group))
-        else:
-            row = counts.agg(F.sum("n").alias("records"), F.count(F.lit(1)).alias("keys"),
-                             F.sum(F.col("n").cast("double") * F.col("n")).alias("squares")).collect()[0]
-            records, distinct, squares = int(row["records"] or 0), int(row["keys"]), float(row["squares"] or 0.0)
+        if all(isinstance(rows.schema[k].dataType, (T.LongType, T.IntegerType)) for k in keys):
+            groups = {}
+            for r in counts.toLocalIterator():
+                g = keystats.key_group(tuple(r[k] for k in keys), keystats.RECORDED_KEY_GROUPS)
+                groups[g] = groups.get(g, 0) + r["n"]
     finally:
         counts.unpersist()
-    return KeyStatistics(op.operator, op.key, records, distinct, squares, tuple(int(r["n"]) for r in top),
+    return KeyStatistics(op.operator, op.key, int(total["records"] or 0), int(total["keys"]),
+                         float(total["squares"] or 0.0), tuple(int(r["n"]) for r in top),
                          tuple(",".join(str(r[k]) for k in keys) for r in top), groups)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import dataset as ds
 from ..errors import UserError
 from ..extras import missing_extra
-from ..estimator import DEFAULT_TIMING, TIMINGS, Timing
+from ..planner.estimator import DEFAULT_TIMING, TIMINGS, Timing
 from ..report.console import Output
 from .args import Parser, count, rate, seed
 from .common import output_options
@@ -35,6 +35,7 @@ def register(sub) -> None:
     _generate_parser(dsub, lake_option, spark_option)
     _register_parser(dsub, lake_option, spark_option)
     _other_parsers(dsub, lake_option)
+    _keys_parser(dsub, lake_option, spark_option)
 
 
 def _generate_parser(dsub, lake_option, spark_option) -> None:
@@ -217,7 +218,7 @@ def cmd_list(args, out: Output) -> None:
 def cmd_size(args, out: Output) -> None:
     if args.plan is not None:
         from ..records import read_plan
-        from ..validation import ValidationSettings
+        from ..planner.validation import ValidationSettings
 
         v = ValidationSettings()
         s = ds.validation_sizing(read_plan(args.plan).rate, v.multipliers, v.ramp_s, v.duration_s)
@@ -236,3 +237,63 @@ def cmd_size(args, out: Output) -> None:
         result["dataset"] = d.to_dict()
     out.result(result)
 
+
+# -- data keys ---------------------------------------------------------------------------------------------------
+
+SHOWN_PARALLELISMS = (2, 8, 32, 128)
+"""Parallelisms at which `data keys` shows the busiest task's share (Flink's default key groups)."""
+
+
+def _keys_parser(dsub, lake_option, spark_option) -> None:
+    keys = dsub.add_parser("keys", help="key statistics of a query's keyed operators in a data set (distinct keys, "
+                                        "heaviest keys' shares, concentration, busiest task by key group), with Spark")
+    keys.add_argument("--query", required=True, help="the query, e.g. q5")
+    keys.add_argument("--input", required=True, help="the data set (name in --lake, or a path)")
+    keys.add_argument("--out", type=Path, help="the statistics file (default: <data set>/keys/<query>.json)")
+    keys.add_argument("--queries-dir", type=Path, default=ds.QUERIES_DIR, help=f"where the queries' SQL files are "
+                                                                              f"(default {ds.QUERIES_DIR})")
+    lake_option(keys)
+    spark_option(keys)
+    output_options(keys)
+    keys.set_defaults(func=cmd_keys)
+
+
+def cmd_keys(args, out: Output) -> None:
+    from ..model import keygroups, keystats
+
+    # Every input is checked before Spark starts: a refusal is one line and costs nothing.
+    if not ds.DATASET_NAME.fullmatch(args.query):
+        raise UserError(f"--query: expected a query name such as q5, got {args.query!r:.60}")
+    if not args.queries_dir.is_dir():
+        raise UserError(f"--queries-dir: {args.queries_dir} is not a directory")
+    operators = keystats.keyed_operators(args.query, (p.stem for p in args.queries_dir.glob("*.sql")))
+    d = ds.load(args.input, args.lake)
+    target = args.out or d.path / "keys" / f"{args.query}.json"
+    if target.is_dir():
+        raise UserError(f"--out: {target} is a directory")
+    spark = _spark(args, out)
+    from streambed_spark import keys
+
+    out.status(f"counting the keys of {args.query}'s keyed operators in {d.name}")
+    result = keys.run(spark, d, args.query, operators)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    result.write(target)
+    rows = [[s.operator, s.key, f"{s.records:,}", f"{s.distinct_keys:,}", f"{s.top_share(1):.2%}",
+             f"{s.top_share(keystats.TOP_KEYS):.2%}", f"{s.concentration:.3g}"] for s in result.operators]
+    out.table(f"keys of {args.query} in {d.name} ({d.events:,} events; Spark {result.seconds:.1f} s)",
+              ["operator", "key", "records", "distinct keys", "top 1", "top 10", "concentration H"], rows)
+    for s in result.operators:
+        skew = keystats.key_skew(s)
+        rows = []
+        for p in SHOWN_PARALLELISMS:
+            exact = keystats.busiest_task_share(s, p)
+            rows.append([str(p), f"{1 / p:.2%}", "-" if exact is None else f"{exact:.2%}",
+                         f"{skew.busiest_share(p, keygroups.default_max_parallelism(p)):.2%}"])
+        out.table(f"{s.operator}: the busiest task's share of its records",
+                  ["tasks", "even", "by key group (Flink's hash)", "skew model (H, top 1)"], rows)
+    out.info(f"written to {target}")
+    # stdout gets the figures; the key groups (up to 32,768 pairs) stay in the file
+    shown = [{**{k: v for k, v in s.to_dict().items() if k != "key_groups"},
+              "busiest_task_share": {str(p): keystats.busiest_task_share(s, p) for p in SHOWN_PARALLELISMS}}
+             for s in result.operators]
+    out.result({**result.to_dict(), "operators": shown, "path": str(target)})
