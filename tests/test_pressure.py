@@ -100,6 +100,14 @@ def test_the_most_delayed_thread_not_the_sum_is_the_groups_wait():
     assert g.shortfall == pytest.approx(0.07)  # bounded by what the 0.12-core quota left unused
 
 
+def test_a_thread_whose_counters_moved_more_than_the_window_allows_is_left_out():
+    a = _group("tm-1", 0, 0, 0.0, {1: (0.0, 0.0), 2: (3.0, 1.0)})
+    b = _group("tm-1", 100, 0, 0.0, {1: (0.05, 0.2), 2: (3.1, 10.8)})  # 2: 9.8 s of wait in a 6-s window
+    g = group_contention(a, b, 6.0, min_wait=0.0)
+    assert g.waited == pytest.approx(0.2 / 6)
+    assert g.usage == pytest.approx(0.05 / 6)
+
+
 def test_v2_usage_comes_from_cpu_stat_not_from_the_threads():
     a = _group("tm-1", 0, 0, 0.0, {7: (0.0, 0.0)}, usage=10.0)
     b = _group("tm-1", 100, 0, 0.0, {}, usage=10.5)  # every thread replaced: the counter still knows

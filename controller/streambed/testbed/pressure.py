@@ -112,6 +112,10 @@ def quota_cores(quota: str, period: str | None = None) -> float | None:
 
 # -- two readings -> contention (pure) ------------------------------------------------------------
 
+SLACK = 1.05
+"""A thread's run and wait over a window may exceed the window by this factor (the readings of one
+group are not taken at one instant) before they are taken for a bad reading."""
+
 @dataclass(frozen=True)
 class GroupReading:
     """One cgroup at one instant."""
@@ -150,10 +154,14 @@ class GroupContention:
 def group_contention(a: GroupReading, b: GroupReading, seconds: float, min_wait: float = 0.0) -> GroupContention:
     """One group over a window of ``seconds`` between readings ``a`` and ``b``; a most delayed thread
     that waited less than ``min_wait`` of the window leaves no shortfall. Threads present in only
-    one reading (started or ended inside the window) are left out."""
+    one reading (started or ended inside the window), or whose counters moved more than the window
+    allows, are left out."""
     if seconds <= 0:
         raise ValueError("a window must have a positive length")
-    common = a.threads.keys() & b.threads.keys()
+    # A thread cannot run and wait longer than the window: one that seems to (its id reused by a new
+    # thread, or counters that jumped: up to 1.6 s of wait per second were read here) is left out.
+    common = [t for t in a.threads.keys() & b.threads.keys()
+              if 0.0 <= b.threads[t][0] - a.threads[t][0] + b.threads[t][1] - a.threads[t][1] <= seconds * SLACK]
     throttled_s = max(0.0, b.stat.throttled_s - a.stat.throttled_s)
     ran = sum(max(0.0, b.threads[t][0] - a.threads[t][0]) for t in common)
     if a.stat.usage_s is not None and b.stat.usage_s is not None:
