@@ -48,7 +48,7 @@ from scipy.optimize import minimize_scalar, nnls
 from .. import checks
 from ..errors import UserError
 from .estimator import DEFAULT_TIMING, TIMINGS, CapacityEstimator, Timing
-from .explorer import ExplorerSettings
+from .exploration import ExplorerSettings
 from ..ledger import Ledger
 from ..model import Budget, Configuration, Measurement, SingleTaskMetrics
 from ..model.measurement import key_skews
