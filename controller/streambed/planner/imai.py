@@ -256,8 +256,8 @@ def scale_offset(scale: str, operators: int) -> int:
     beyond the one every operator needs, plus one (m = 1 is the single-task configuration). Imai's m
     (VMs) grows every operator together from the first VM on; a slot count does not: on the sim's q5
     (9 operators) the true MST rose x3.6 from 9 to 12 slots, a rise neither model can follow (both
-    are concave in m). Measured on the five Nexmark profiles (docs/methods.md), the chosen model's
-    error beyond the training range averaged 20.3 % on spare slots and 26.7 % on slots."""
+    are concave in m). Measured on the five Nexmark profiles with Eq. 4's terms (docs/methods.md),
+    the chosen model's error beyond the training range averaged 20.3 % on spare slots, 26.7 % on slots."""
     return operators - 1 if scale == "spare" else 0
 
 
