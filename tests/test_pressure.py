@@ -267,3 +267,33 @@ def test_a_busy_process_held_to_its_quota_on_this_machine_reads_as_throttled_not
         time.sleep(0.2)
         group.rmdir()
         parent.rmdir()
+
+
+# -- the floor: the role's cpu-share weigh ---------------------------------------------------------
+
+SCRIPT = Path(__file__).resolve().parents[1] / "ansible" / "roles" / "flink" / "files" / "cpu-share"
+
+
+def _cpu_share(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_weigh_creates_the_parent_and_gives_it_the_kernels_largest_claim_at_most(tmp_path):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    p = _cpu_share("weigh", str(tmp_path), "sb", "262144")
+    assert p.returncode == 0, p.stderr
+    assert "changed" in p.stdout
+    assert (tmp_path / "cpu" / "sb" / "cpu.shares").read_text().split() == ["262144"]
+    assert "changed" not in _cpu_share("weigh", str(tmp_path), "sb", "262144").stdout  # idempotent
+    _cpu_share("weigh", str(tmp_path), "sb", "999999")
+    assert (tmp_path / "cpu" / "sb" / "cpu.shares").read_text().split() == ["262144"]
+
+
+def test_weigh_on_cgroup_v2_writes_cpu_weight_within_its_range(tmp_path):
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    assert _cpu_share("weigh", str(tmp_path), "sb", "262144").returncode == 0
+    assert (tmp_path / "sb" / "cpu.weight").read_text().split() == ["10000"]
+    assert "+cpu" in (tmp_path / "cgroup.subtree_control").read_text()
+    assert _cpu_share("weigh", str(tmp_path), "sb/jobmanager", "8192").returncode == 0
+    assert (tmp_path / "sb" / "jobmanager" / "cpu.weight").read_text().split() == ["800"]
