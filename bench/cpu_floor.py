@@ -20,8 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
-from streambed.testbed.pressure import CpuReader, DisturbanceSettings, contention  # noqa: E402
+from streambed.testbed.pressure import CpuReader, DisturbanceSettings, contention
 
 PERIOD_US = 10000
 BUSY = "while :; do :; done"
