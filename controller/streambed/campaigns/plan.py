@@ -13,7 +13,9 @@ from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
 from ..planner.exploration import Exploration, ExplorationPoint, ExplorerSettings
 from ..files import write_text
 from ..ledger import Ledger
-from ..model import Plan, SingleTaskMetrics, Surrogate
+from ..model import Plan, Query, SingleTaskMetrics, Surrogate
+from ..model import keystats
+from ..model.keystats import KeyStatistics
 from ..planner.policies import DEFAULT_POLICY
 from ..report import plots
 from ..report.html import write_report
@@ -59,6 +61,12 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
     exploration = explorer.explore(memories, on_point)
     target = rate if rate is not None else default_rate(exploration, rate_multiple)
     plan = explorer.plan(exploration, target, memories)
+    probes = explorer.probe(exploration, plan, estimator)
+    for p in probes:
+        if on_point:
+            on_point(p)
+    if probes:
+        plan = explorer.plan(exploration, target, memories)
     estimators = [estimator]
     if checkpoint is not None:
         staged = CapacityEstimator(checkpoint, ledger, timing, log, phases)
@@ -107,6 +115,7 @@ class PlanCampaign(ExploreCampaign):
         if settings.checkpoint_inventory is not None and not settings.checkpoint_slots:
             raise UserError("--checkpoint-inventory: names the cluster of --checkpoint-slots; give --checkpoint-slots too")
         self.checkpoint = checkpoint_testbed(settings, self.info.max_slots, status) if settings.checkpoint_slots else None
+        self.key_statistics = key_statistics(settings.key_stats, self.query) if settings.key_stats else ()
 
     def params(self) -> dict:
         params = {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
@@ -122,12 +131,15 @@ class PlanCampaign(ExploreCampaign):
             params["checkpoint_slots"] = s.checkpoint_slots
         if s.rate is None and s.rate_multiple != DEFAULT_RATE_MULTIPLE:
             params["rate_multiple"] = s.rate_multiple
+        if not s.skew_probes:  # probes are measurements: a resume must make the same choice
+            params["skew_probes"] = False
         return params
 
     def run(self, advance: Advance = ignore) -> dict:
         s = self.settings
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
-            outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, s.explorer(),
+            explorer = replace(s.explorer(), key_statistics=self.key_statistics)
+            outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, explorer,
                                self.directory, policy=s.policy, log=self.log,
                                on_point=lambda p: advance(point_line(p)), phases=self.phases,
                                checkpoint=self.checkpoint, rate_multiple=s.rate_multiple)
@@ -136,6 +148,19 @@ class PlanCampaign(ExploreCampaign):
         # the campaign's page, once its ledger holds the result (streambed report writes it again)
         data["files"]["report"] = str(write_report(self.directory))
         return data
+
+
+def key_statistics(path: Path, query: Query) -> tuple[KeyStatistics, ...]:
+    """The key statistics of ``--key-stats`` for ``query``'s keyed operators, refused (one line) when the file
+    is not one, holds another query's, or names none of its keyed operators."""
+    stats = keystats.read(path)
+    if stats.query != query.name:
+        raise UserError(f"--key-stats: {path} holds the key statistics of {stats.query}, not {query.name}")
+    ops = tuple(o for o in stats.operators if o.operator in query.keyed)
+    if not ops:
+        raise UserError(f"--key-stats: {path} names none of {query.name}'s keyed operators "
+                        f"({', '.join(sorted(query.keyed)) or 'it has none'})")
+    return ops
 
 
 def checkpoint_testbed(settings: PlanSettings, testbed_slots: int, status: Log) -> Testbed:

@@ -145,10 +145,17 @@ class PlanSettings(ExploreSettings):
     disagree or its rate is unreachable (ResourceExplorer.checkpoint); None: none."""
     checkpoint_inventory: Path | None = None
     """flink: the inventory of that cluster; default: the testbed's (the sim builds one of checkpoint_slots)."""
+    key_stats: Path | None = None
+    """Key statistics of the data set replayed (``streambed data keys``, model/keystats.py): the skew model
+    takes the more pessimistic of them and the skew inferred from the runs; None: inferred only."""
+    skew_probes: bool = ExplorerSettings.probes
+    """Measure a keyed operator planned far wider than the testbed ran it at the testbed's widest
+    (ResourceExplorer.probe)."""
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
         return replace(super().explorer(self.safety if safety is None else safety),
-                       max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal, risk=self.risk)
+                       max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal, risk=self.risk,
+                       probes=self.skew_probes)
 
 
 @dataclass(frozen=True)

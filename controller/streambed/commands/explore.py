@@ -46,6 +46,12 @@ def register(sub) -> None:
                          "disagree or the rate is unreachable, and the plan is made again (default: none)")
     sp.add_argument("--checkpoint-inventory", type=Path,
                     help="flink: the inventory of that cluster (default: the testbed's)")
+    sp.add_argument("--key-stats", type=Path,
+                    help="key statistics of the data set replayed (streambed data keys): the skew model uses the more "
+                         "pessimistic of them and the skew inferred from the tasks (default: inferred only)")
+    sp.add_argument("--no-skew-probes", dest="skew_probes", action="store_false",
+                    help="do not measure a keyed operator planned far wider than the testbed ran it at the testbed's "
+                         "widest before trusting its key skew")
     campaign_options(sp, "plan", testbed_size=True)
     input_options(sp)
     planner_options(sp)
@@ -76,7 +82,8 @@ def cmd_plan(args, out: Output) -> None:
 
     settings = _settings(PlanSettings, args, rate=args.rate, rate_multiple=args.rate_multiple, safety=args.safety,
                          max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal, risk=args.risk,
-                         checkpoint_slots=args.checkpoint_slots, checkpoint_inventory=args.checkpoint_inventory)
+                         checkpoint_slots=args.checkpoint_slots, checkpoint_inventory=args.checkpoint_inventory,
+                         key_stats=args.key_stats, skew_probes=args.skew_probes)
     data = run(PlanCampaign(settings, **logs(args, out)), out)
     plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
     out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")

@@ -56,9 +56,20 @@ class PlanEntry:
     key_warning: str | None = None
     """A keyed operator whose configuration a key the testbed could not see would hold below the rate
     (policies/skew.hidden_key_capacity): what the plan cannot exclude, and what would."""
+    unseen: tuple[str, ...] = ()
+    """One line per thing the plan rests on that the testbed could not observe at the planned scale: an
+    operator's key skew, memory behaviour or key-group steps, a configuration the model was not fitted
+    on (planner/caveats.unseen_reasons)."""
+    beyond_trusted: bool = False
+    """The budget lies beyond the model's trusted limit (``max_slots``) and the measurements show no
+    ceiling: a plan to confirm with a staged measurement (``checkpoint``), not a bare unreachable."""
+    checkpoint: str | None = None
+    """The staged measurement that would confirm a beyond-trusted plan (``--checkpoint-slots N``)."""
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["unseen"] = list(self.unseen)
+        return d
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,15 @@ class Plan:
     entries: tuple[PlanEntry, ...]
     risk: float | None = None
     """The risk of under-provisioning the plan was sized for (None: sized by the flat safety factor)."""
+    warnings: tuple[str, ...] = ()
+    """Plan-level warnings: measurements repeated or taken while the testbed's host was short of CPU
+    (planner/caveats.disturbance_warning)."""
+    key_skew: dict = field(default_factory=dict)
+    """Per keyed operator, the key skew the plan used and where it comes from, with both candidates
+    where the data's key statistics were given (model/keyskew.SkewChoice): {"source", "inferred",
+    "data", "busiest_inferred", "busiest_data"}."""
+    probes: tuple[dict, ...] = ()
+    """The skew probes measured before this plan (planner/probes.py): operator, tasks, MST, testbed seconds."""
 
     def entry(self, memory_mb: int) -> PlanEntry:
         for e in self.entries:
@@ -81,8 +101,15 @@ class Plan:
         raise KeyError(memory_mb)
 
     def to_dict(self) -> dict:
-        return {"query": self.query, "rate": self.rate, "safety": self.safety, "risk": self.risk,
-                "family": self.family, "model": self.model, "entries": [e.to_dict() for e in self.entries]}
+        d = {"query": self.query, "rate": self.rate, "safety": self.safety, "risk": self.risk,
+             "family": self.family, "model": self.model, "entries": [e.to_dict() for e in self.entries]}
+        if self.warnings:
+            d["warnings"] = list(self.warnings)
+        if self.key_skew:
+            d["key_skew"] = self.key_skew
+        if self.probes:
+            d["probes"] = [dict(p) for p in self.probes]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping, origin: str = "plan") -> "Plan":
@@ -170,6 +197,15 @@ class Plan:
             key_warning = e.get("key_warning")
             if key_warning is not None and not isinstance(key_warning, str):
                 raise fail(f"{at}.key_warning", "text", key_warning)
+            unseen = e.get("unseen") or []
+            if not isinstance(unseen, list) or not all(isinstance(u, str) for u in unseen):
+                raise fail(f"{at}.unseen", "a list of text lines", unseen)
+            beyond = e.get("beyond_trusted", False)
+            if not isinstance(beyond, bool):
+                raise fail(f"{at}.beyond_trusted", "true or false", beyond)
+            staged = e.get("checkpoint")
+            if staged is not None and not isinstance(staged, str):
+                raise fail(f"{at}.checkpoint", "text", staged)
             entries.append(PlanEntry(memory, slots, number(f"{at}.predicted_mst", e.get("predicted_mst"), optional=True,
                                                           positive=False),
                                      config, number(f"{at}.bids2_rate", e.get("bids2_rate"), optional=True,
@@ -180,9 +216,20 @@ class Plan:
                                      number(f"{at}.efficiency", e.get("efficiency"), optional=True, positive=False),
                                      integer(f"{at}.model_slots", e.get("model_slots"), optional=True),
                                      integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True),
-                                     entry_model(f"{at}.model", e.get("model")), key_warning))
+                                     entry_model(f"{at}.model", e.get("model")), key_warning, tuple(unseen),
+                                     beyond, staged))
         risk = number("risk", d.get("risk"), optional=True)
-        return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk)
+        warnings = d.get("warnings") or []
+        if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+            raise fail("warnings", "a list of text lines", warnings)
+        key_skew = d.get("key_skew") or {}
+        if not isinstance(key_skew, Mapping):
+            raise fail("key_skew", "an object operator -> key skew", key_skew)
+        probes = d.get("probes") or []
+        if not isinstance(probes, list) or not all(isinstance(p, Mapping) for p in probes):
+            raise fail("probes", "a list of objects", probes)
+        return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk, tuple(warnings),
+                   dict(key_skew), tuple(dict(p) for p in probes))
 
 
 FAMILY_SPREAD_LIMIT = 1.5

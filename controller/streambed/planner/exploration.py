@@ -40,10 +40,18 @@ class ExplorerSettings:
     checkpoint (ResourceExplorer.checkpoint) then measures where they diverge most."""
     search: str = "bayesian"
     """The search strategy that proposes D's points after the corners (search.SEARCHES)."""
+    probes: bool = True
+    """Skew probes (ResourceExplorer.probe): a keyed operator planned far wider than the testbed ran it is
+    measured at the testbed's widest before the plan trusts its key skew."""
+    key_statistics: tuple = ()
+    """Key statistics of the data set the campaign replays (model/keystats.KeyStatistics, one per keyed
+    operator): the skew model takes the more pessimistic of them and the skew inferred from the runs."""
 
 
 CHECKPOINT = "checkpoint"
 """The phase of a staged measurement beyond the testbed (ResourceExplorer.checkpoint)."""
+PROBE = "probe"
+"""The phase of a skew probe (ResourceExplorer.probe, planner/probes.py)."""
 
 
 @dataclass
@@ -57,7 +65,8 @@ class ExplorationPoint:
     """The best LOOCV RMSE of D once this point was added (the search's cost)."""
     testbed_seconds: float
     phase: str
-    """corner, search, or checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint)."""
+    """corner, search, checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint) or
+    probe (a skew probe, ResourceExplorer.probe)."""
     trace: list[dict] = field(default_factory=list)
     """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
     source_limited: bool = False
@@ -67,15 +76,21 @@ class ExplorationPoint:
     of a profile gives the plan's last BIDS2 pass its rates (section VI, "Model usage")."""
     max_parallelism: int | None = None
     """The job's max parallelism, when the configuration set it (a checkpoint measures the plan's own)."""
+    repeated_windows: int = 0
+    """Windows of the estimate the testbed observed again because its host was short of CPU."""
+    cpu_shortfall: float = 0.0
+    """The largest share of their quota the testbed's CPU groups waited for in a window kept (0 where the
+    testbed does not read it)."""
 
     @classmethod
     def of(cls, result: OptimizerResult, phase: str) -> "ExplorationPoint":
         """An optimizer call as a point of D (its RMSE is filled in once D holds it)."""
         est = result.estimate
+        repeated, shortfall = cpu_disturbance(est)
         return cls(result.budget.memory_mb, result.budget.slots, result.mst, result.configuration.as_dict(),
                    result.predicted_rate, math.nan, est["testbed_seconds"], phase, compact_trace(est),
                    bool(est.get("source_limited", False)), est.get("measurement"),
-                   result.configuration.max_parallelism)
+                   result.configuration.max_parallelism, repeated, shortfall)
 
     def observation(self) -> Observation:
         return Observation(self.memory_mb, self.slots, self.mst)
@@ -85,6 +100,19 @@ class ExplorationPoint:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def cpu_disturbance(estimate: dict) -> tuple[int, float]:
+    """An estimate's windows repeated for lack of CPU, and the largest CPU shortfall share of a window kept
+    (model/measurement.CpuContention), from its recorded windows (Measurement.to_dict)."""
+    repeated, worst = 0, 0.0
+    for w in estimate.get("windows", ()):
+        m = w.get("measurement") or {}
+        repeated += len(m.get("discarded") or ())
+        cpu = m.get("cpu")
+        if cpu and cpu.get("quota"):
+            worst = max(worst, float(cpu.get("shortfall", 0.0)) / float(cpu["quota"]))
+    return repeated, worst
 
 
 def compact_trace(estimate: dict) -> list[dict]:
@@ -107,6 +135,10 @@ class Exploration:
     optimizer_calls: int = 0
     estimator_calls: int = 0
     testbed_seconds: float = 0.0
+    probes: list[ExplorationPoint] = field(default_factory=list)
+    """Skew probes (ResourceExplorer.probe): a keyed operator alone at the testbed's widest, the others at
+    one task. Their per-task input records feed the skew model; they are not points of D (their
+    configurations are not the policy's), so no model is fitted on them."""
 
     def observations(self) -> list[Observation]:
         return [p.observation() for p in self.points]
@@ -116,12 +148,16 @@ class Exploration:
         """An exploration as ``to_dict`` (exploration.json, a plan campaign's result) wrote it."""
         return cls([ExplorationPoint(**p) for p in d["points"]], d.get("stop_reason", ""), dict(d.get("loocv_rmse", {})),
                    dict(d.get("split_rmse", {})), d.get("family", ""), d.get("selection", ""), dict(d["model"]),
-                   d.get("optimizer_calls", 0), d.get("estimator_calls", 0), d.get("testbed_seconds", 0.0))
+                   d.get("optimizer_calls", 0), d.get("estimator_calls", 0), d.get("testbed_seconds", 0.0),
+                   [ExplorationPoint(**p) for p in d.get("probes", ())])
 
     def to_dict(self) -> dict:
-        return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
-                "loocv_rmse": self.loocv, "split_rmse": self.split, "family": self.family, "selection": self.selection,
-                "model": self.model,
-                "optimizer_calls": self.optimizer_calls, "estimator_calls": self.estimator_calls,
-                "testbed_seconds": self.testbed_seconds}
+        d = {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
+             "loocv_rmse": self.loocv, "split_rmse": self.split, "family": self.family, "selection": self.selection,
+             "model": self.model,
+             "optimizer_calls": self.optimizer_calls, "estimator_calls": self.estimator_calls,
+             "testbed_seconds": self.testbed_seconds}
+        if self.probes:  # only when measured: an exploration without probes is recorded as before
+            d["probes"] = [p.to_dict() for p in self.probes]
+        return d
 

@@ -15,6 +15,10 @@ The explorer coordinates; each concern is a module of its own:
   policy pass with the true processing rates and input ratios of the largest run of D with that
   profile (the profile's single-task run when D has none), checked against the efficiency measured.
 * Checkpoints (checkpoints.py): staged measurements beyond the testbed where the plan is in doubt.
+* Skew probes (probes.py): a keyed operator planned far wider than the testbed ran it, measured at the
+  testbed's widest before the plan trusts its key skew.
+* Caveats (caveats.py): what each entry rests on that the testbed did not show, a plan beyond the
+  model's trusted range, measurements taken while the host was short of CPU, and their risk.
 """
 
 from __future__ import annotations
@@ -27,10 +31,15 @@ import numpy as np
 from ..errors import UserError
 from ..model import (Budget, Configuration, Features, Measurement, Observation, Plan, PlanEntry, Query,
                      SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
+from ..model import keygroups
+from ..model.keystats import skews_with_data
 from ..model.measurement import key_skews
+from . import caveats
 from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range
 from .estimator import Estimator
-from .exploration import CHECKPOINT, Exploration, ExplorationPoint, ExplorerSettings
+from .exploration import CHECKPOINT, PROBE, Exploration, ExplorationPoint, ExplorerSettings
+from .policies import skew
+from .probes import probe_configuration, probe_targets, probe_width, widest_runs
 from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
@@ -124,14 +133,34 @@ class ResourceExplorer:
         query = self.optimizer.query
         # a checkpoint measures the configuration these metrics give; its own rates would configure anew
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
-        skews = key_skews(query, [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in ex.points
-                                  if p.measurement and p.mst > 0])
+        skews, _ = self.key_skew(ex)
         if runs:
             top = max(runs, key=lambda p: (p.slots, p.mst))
             m = Measurement.from_dict(top.measurement)
             return (SingleTaskMetrics.from_measurement(query, memory_mb, m).with_key_skew(skews),
                     f"the largest run of D ({top.slots} slots)")
         return self.optimizer.single_task(memory_mb).with_key_skew(skews), "the single-task run"
+
+    def key_skew(self, ex: Exploration) -> tuple[dict, dict]:
+        """The key skew of each keyed operator the plan uses, and each choice to show (plan.key_skew):
+        pooled over D's runs and the skew probes (model/measurement.key_skews; the widest run, a probe
+        where there is one, is the one the hot-key test reads), and, where the campaign has the data's
+        key statistics (ExplorerSettings.key_statistics), the more pessimistic of the two at the widest
+        parallelism a plan may give an operator (keystats.skews_with_data)."""
+        query = self.optimizer.query
+        runs = [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in (*ex.points, *ex.probes)
+                if p.measurement and p.mst > 0]
+        inferred = key_skews(query, runs)
+        if not self.settings.key_statistics:
+            return inferred, {op: {"source": "tasks", "inferred": k.to_dict()} for op, k in inferred.items()}
+        widest = min(keygroups.parallelism_limit(query.max_parallelism),
+                     max(self.info.max_slots, int(self.settings.max_extrapolation * self.info.max_slots)))
+        stats = [k for k in self.settings.key_statistics if k.operator in query.keyed]
+        skews, choices = skews_with_data(inferred, stats, widest, query.max_parallelism)
+        shown = {op: {"source": c.source, "inferred": c.inferred.to_dict() if c.inferred else None,
+                      "data": c.data.to_dict() if c.data else None, "busiest_inferred": c.busiest_inferred,
+                      "busiest_data": c.busiest_data, "compared_at": widest} for op, c in choices.items()}
+        return skews, shown
 
     def memory_efficiency(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics
                    ) -> tuple[Callable[[int], float], int, float] | None:
@@ -195,12 +224,130 @@ class ResourceExplorer:
                                            min_slots=query.size, max_slots=s.max_plan_slots, settings=s)
             recorded = own.to_dict() if local else None
             if solve.slots is None:
-                entries.append(PlanEntry(m, None, None, None, None, alternatives, None, solve.max_slots, solve.max_rate,
-                                         solve.unreachable, model=recorded))
-                continue
-            entries.append(replace(self._configure(ex, m, rate, solve, alternatives, own, fits), model=recorded))
+                entry = PlanEntry(m, None, None, None, None, alternatives, None, solve.max_slots, solve.max_rate,
+                                  solve.unreachable, model=recorded)
+            else:
+                entry = replace(self._configure(ex, m, rate, solve, alternatives, own, fits), model=recorded)
+            if entry.slots is None:
+                entry = replace(self._beyond_trusted(ex, m, rate, entry, own, own_obs, fits), model=recorded)
+            entries.append(self._with_caveats(ex, entry, rate))
+        skews, shown = self.key_skew(ex)
+        shares = [(p.repeated_windows, p.cpu_shortfall) for p in (*ex.points, *ex.probes)]
+        disturbed_share, warning = caveats.disturbance_warning(shares)
+        if disturbed_share:
+            entries = [replace(e, risk=caveats.combined_risk(e.risk, disturbed_share)) if e.slots else e
+                       for e in entries]
+        probes = tuple({"operator": next((op for op, n in p.configuration.items() if n > 1), None), "tasks":
+                        max(p.configuration.values()), "memory_mb": p.memory_mb, "mst": p.mst,
+                        "testbed_seconds": p.testbed_seconds} for p in ex.probes)
         return Plan(query=query.name, rate=rate, safety=1.0 if s.risk is not None else s.safety, family=model.family,
-                    model=model.to_dict(), entries=tuple(entries), risk=s.risk)
+                    model=model.to_dict(), entries=tuple(entries), risk=s.risk,
+                    warnings=(warning,) if warning else (), key_skew=shown, probes=probes)
+
+    def _beyond_trusted(self, ex: Exploration, memory_mb: int, rate: float, entry: PlanEntry, model: Surrogate,
+                        obs: Sequence[Observation], fits: Sequence[Surrogate]) -> PlanEntry:
+        """Between "unreachable" and a plan: the rate lies beyond the model's trusted limit (or beyond what its
+        configurations reach there), but the measurements may show no ceiling. The model solved without its
+        guard rails (the paper's inverse solve, up to max_plan_slots) gives the budget to start from
+        (caveats.beyond_trusted_start), and the last pass grows it until its own configuration, at the
+        efficiency measured, reaches the rate. Still unreachable, naming the ceiling, when the chosen family
+        reaches the rate nowhere (a flat tail) or no configuration does (a hot key, key groups exhausted,
+        the efficiency's decline); otherwise a plan marked ``beyond_trusted``, with every family's unbounded
+        answer and the staged measurement that would confirm it."""
+        s, query = self.settings, self.optimizer.query
+        unbounded = replace(s, max_extrapolation=float(s.max_plan_slots), min_marginal=0.0)
+        answers = plans_by_family(obs, self.features(ex), s.families, memory_mb, rate, safety=s.safety,
+                                  min_slots=query.size, max_slots=s.max_plan_slots, settings=unbounded)
+        start = caveats.beyond_trusted_start(answers, model.family)
+        if start is None:
+            return replace(entry, unreachable=f"{entry.unreachable} The {model.family} model, solved without its guard "
+                           f"rails, reaches the rate at no budget up to {s.max_plan_slots:,} slots: the measurements "
+                           f"level off (a ceiling)")
+        solve = Solve(start, s.max_plan_slots, entry.max_rate or 0.0)
+        planned = self._configure(ex, memory_mb, rate, solve, answers, model, fits)
+        if planned.slots is None:
+            return replace(entry, unreachable=f"{entry.unreachable} Beyond the trusted range too, up to "
+                           f"{s.max_plan_slots:,} slots, no configuration reaches it: " + self._ceiling(ex, memory_mb, rate))
+        return replace(planned, max_slots=entry.max_slots, max_rate=entry.max_rate, beyond_trusted=True,
+                       checkpoint=f"--checkpoint-slots {planned.slots}")
+
+    def _ceiling(self, ex: Exploration, memory_mb: int, rate: float) -> str:
+        """What caps every configuration below ``rate``: the operators whose capacity at the most tasks
+        they may run stays below it (a hot key, key groups exhausted), else the efficiency's decline."""
+        metrics, _ = self.final_metrics(ex, memory_mb)
+        capped = []
+        for name, r in metrics.operators:
+            most = keygroups.parallelism_limit(metrics.max_parallelism) if r.keyed else self.settings.max_plan_slots
+            cap = skew.capacity(r, most, metrics.max_parallelism if r.keyed else None)
+            if cap < rate:
+                hot = r.key_skew.floor if r.key_skew is not None else 0.0
+                capped.append(f"{name} sustains at most {cap:,.0f} events/s at {most:,} tasks"
+                              + (f" (its hottest key carries {100 * hot:.2g} % of its input)" if hot > 0.01 else ""))
+        if capped:
+            return "; ".join(capped)
+        return "the share of their predicted rate the measured budgets reached declines faster than slots add"
+
+    def _with_caveats(self, ex: Exploration, entry: PlanEntry, rate: float) -> PlanEntry:
+        """The entry with what it rests on that the testbed did not show (caveats.unseen_reasons) and its
+        risk raised by the families' disagreement and by those reasons (caveats.combined_risk)."""
+        if entry.slots is None or not entry.configuration:
+            return entry
+        query = self.optimizer.query
+        seen = [p for p in (*ex.points, *ex.probes) if p.mst > 0]
+        widest = widest_runs(p.configuration for p in seen)
+        groups = {}
+        for op in query.keyed:
+            per = [keygroups.max_parallelism(p.configuration[op], p.max_parallelism) / p.configuration[op]
+                   for p in seen if p.configuration.get(op)]
+            if per:
+                groups[op] = min(per)
+        unseen = caveats.unseen_reasons(
+            entry.configuration, widest, query.keyed, memory_bound=self._memory_bound(ex),
+            groups_per_task=groups, max_parallelism=entry.max_parallelism,
+            measured_max_parallelisms={p.max_parallelism for p in seen},
+            trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots)
+        risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
+                                     caveats.unseen_risk(unseen))
+        return replace(entry, unseen=unseen, risk=risk)
+
+    def _memory_bound(self, ex: Exploration) -> dict[str, float]:
+        """Per operator, how much its rate per task differs between the memories per slot measured (largest
+        over smallest of the plan metrics' true rates); empty with one memory."""
+        memories = sorted({p.memory_mb for p in ex.points})
+        if len(memories) < 2:
+            return {}
+        rates: dict[str, list[float]] = {}
+        for m in memories:
+            for name, r in self.final_metrics(ex, m)[0].operators:
+                rates.setdefault(name, []).append(r.true_rate)
+        return {n: max(v) / min(v) for n, v in rates.items() if min(v) > 0}
+
+    def probe(self, ex: Exploration, plan: Plan, estimator: Estimator) -> list[ExplorationPoint]:
+        """Skew probes (probes.py): each keyed operator that ``plan`` runs at more than PROBE_RATIO x the
+        widest it ran on the testbed is measured once more through ``estimator`` (the testbed's) alone at
+        the testbed's widest, every other operator at one task, at the largest memory explored (the keys
+        do not depend on it). The probes' per-task input records then join the skew model
+        (key_skew). Returns the probes measured, none when every keyed operator was seen wide enough."""
+        if not self.settings.probes:
+            return []
+        query = self.optimizer.query
+        width = probe_width(self.info.max_slots, query.size, query.max_parallelism)
+        widest = widest_runs(p.configuration for p in (*ex.points, *ex.probes) if p.mst > 0)
+        targets = probe_targets([e.configuration for e in plan.entries if e.configuration], widest, query.keyed, width)
+        memory = max(p.memory_mb for p in ex.points)
+        new = []
+        for op in targets:
+            cfg = Configuration.of(query, probe_configuration(query.operators, op, width), query.max_parallelism)
+            budget = Budget(cfg.slots, memory)
+            metrics, _ = self.final_metrics(ex, memory)
+            est = estimator.estimate(query.name, budget, cfg, f"probe/{memory}MB/{op}")
+            pt = ExplorationPoint.of(OptimizerResult(budget, cfg, self.optimizer.policy.predict(metrics, cfg.as_dict()),
+                                                     est.mst, est.to_dict()), PROBE)
+            ex.probes.append(pt)
+            self.log(f"skew probe: {op} on {width} tasks ({budget.slots} slots x {memory} MB) -> MST {pt.mst:,.0f} "
+                     f"events/s")
+            new.append(pt)
+        return new
 
     def checkpoint(self, ex: Exploration, plan: Plan, estimator: Estimator, slots: int) -> list[ExplorationPoint]:
         """``--checkpoint-slots``: staged measurements on part of the production cluster (issue 11, after
@@ -217,7 +364,8 @@ class ResourceExplorer:
                             f"got {slots}")
         s, query, new = self.settings, self.optimizer.query, []
         for e in plan.entries:
-            if e.slots is not None and family_spread(e.by_family) <= s.max_family_spread and not e.key_warning:
+            if (e.slots is not None and family_spread(e.by_family) <= s.max_family_spread and not e.key_warning
+                    and not e.beyond_trusted):
                 continue
             hi = checkpoint_range(e, slots)
             if hi <= measured:

@@ -89,6 +89,8 @@ class StreamBedPlanner:
             optimizer = ConfigurationOptimizer(estimator, query, policy)
             explorer = ResourceExplorer(optimizer, info, settings, log)
             exploration = explorer.explore(memories)
+            # skew probes for the keyed operators the plan runs far wider than D did (planner/probes.py)
+            explorer.probe(exploration, explorer.plan(exploration, request.rate, memories), estimator)
             # the plan's last pass reads a memory's single-task run where D sustained nothing with it:
             # measured now, so that plan() never touches the testbed
             for m in memories:
@@ -109,5 +111,7 @@ class StreamBedPlanner:
         if entry is None:
             why = "; ".join(f"{e.memory_mb} MB: {e.unreachable}" for e in plan.entries)
             return Sizing(self.name, request.query, request.rate, None, None, None, unreachable=why, **common)
+        notes = (*plan.warnings, *((entry.key_warning,) if entry.key_warning else ()), *entry.unseen,
+                 *((f"beyond the model's trusted range: confirm with {entry.checkpoint}",) if entry.beyond_trusted else ()))
         return Sizing(self.name, request.query, request.rate, entry.slots, entry.memory_mb, dict(entry.configuration),
-                      notes=(entry.key_warning,) if entry.key_warning else (), **common)
+                      notes=notes, **common)

@@ -190,6 +190,7 @@ def plan_section(c: Campaign) -> Section:
     lines = [f"<li><b>{e['memory_mb']} MB per slot</b>: "
              + (f"{e['slots']:,} task slots, model MST {fmt(e.get('predicted_mst'))} events/s"
                 + (f", estimated risk {100 * e['risk']:.1f} %" if e.get("risk") is not None else "")
+                + (", beyond the model's trusted range" if e.get("beyond_trusted") else "")
                 if e.get("slots") else "unreachable") + "</li>" for e in p["entries"]]
     rec = Recorder()
     plan_tables(rec, p, c.exploration, replay=c.replay)

@@ -16,16 +16,40 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
               ("memory per slot, MB", "task slots", "model MST at that budget, events/s", "estimated risk",
                "trusted up to, slots", "most it supports, events/s")
               + ((f"slots if {' / '.join(families)}",) if families else ()),
-              [(e["memory_mb"], e["slots"] if e["slots"] else "unreachable", e["predicted_mst"],
+              [(e["memory_mb"], (f"{e['slots']} (beyond the trusted range)" if e.get("beyond_trusted") else e["slots"])
+                if e["slots"] else "unreachable", e["predicted_mst"],
                 f"{100 * e['risk']:.1f} %" if e.get("risk") is not None else "-", e.get("max_slots"),
                 e.get("max_rate")) + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),)
                                       if families else ())
                for e in entries])
+    for w in plan.get("warnings") or ():
+        out.warn(w)
     for e in entries:
         if not e["slots"]:
             out.warn(f"{e['memory_mb']} MB per slot: {e.get('unreachable') or 'no budget reaches the rate'}")
-        elif e.get("key_warning"):
+            continue
+        if e.get("beyond_trusted"):
+            out.warn(f"{e['memory_mb']} MB per slot: {e['slots']:,} slots lie beyond the model's trusted limit "
+                     f"({e.get('max_slots'):,} slots) and the measurements show no ceiling; confirm with a staged "
+                     f"measurement ({e.get('checkpoint')})")
+        if e.get("key_warning"):
             out.warn(f"{e['memory_mb']} MB per slot: {e['key_warning']}")
+        for line in e.get("unseen") or ():
+            out.warn(f"{e['memory_mb']} MB per slot, not seen at this scale: {line}")
+    skews = plan.get("key_skew") or {}
+    if any(v.get("data") for v in skews.values()):
+        def share(v):
+            return f"{100 * v:.2f} %" if v is not None else "-"
+
+        out.table("Key skew per keyed operator: inferred from the tasks' input records and counted in the data",
+                  ("operator", "used", "busiest task, inferred", "busiest task, data", "hottest key, inferred",
+                   "hottest key, data"),
+                  [(op, v["source"], share(v.get("busiest_inferred")), share(v.get("busiest_data")),
+                    share((v.get("inferred") or {}).get("hottest")), share((v.get("data") or {}).get("hottest")))
+                   for op, v in sorted(skews.items())])
+    for pr in plan.get("probes") or ():
+        out.info(f"skew probe: {pr['operator']} on {pr['tasks']:,} tasks at {pr['memory_mb']} MB per slot "
+                 f"({pr['testbed_seconds'] / 60:.1f} min of testbed)")
     if exploration:
         staged = [p for p in exploration["points"] if p.get("phase") == "checkpoint"]
         for p in staged:
@@ -52,6 +76,7 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
                   [("measurements (#CO)", exploration["optimizer_calls"]),
                    ("estimator calls (#CE)", exploration["estimator_calls"]),
                    ("testbed time, min", exploration["testbed_seconds"] / 60),
+                   ("of which skew probes, min", sum(p["testbed_seconds"] for p in exploration.get("probes") or ()) / 60),
                    ("stop", exploration["stop_reason"]),
                    ("model", f"{m['family']} (by {exploration.get('selection', 'split')})"),
                    ("a (memory), b (slots), c", f"{m['a']:.4g}, {m['b']:.4g}, {m['c']:.4g}"),

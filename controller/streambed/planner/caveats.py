@@ -1,0 +1,138 @@
+"""What a plan rests on that the testbed did not show, and how that enters its risk.
+
+* ``unseen_reasons``: per planned entry, each operator whose key skew, memory behaviour or key-group
+  steps the testbed could not observe at the planned scale, and a configuration the model was not
+  fitted on; one line each (PlanEntry.unseen).
+* ``family_risk_floor``: the candidate families fitted on the same measurements disagree; the share
+  of them whose own plan is larger than the chosen budget is a floor on the risk (the bootstrap of
+  one family sees only the scatter of the measurements, not which curve they follow beyond).
+* ``disturbed``/``disturbance_warning``: measurements the testbed repeated, or took, while its host
+  was short of CPU (model/measurement.CpuContention): a plan-level warning and a share of the risk.
+* ``combined_risk``: independent sources of risk, combined.
+* ``beyond_trusted_start``: between "unreachable" and a plan, the budget a plan beyond the model's
+  trusted range starts from.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+from ..model import keygroups
+from .probes import PROBE_RATIO
+
+UNSEEN_RISK = 0.10
+"""The risk an entry carries at least when it rests on something the testbed could not observe at the
+planned scale (a stated prior, not a measurement: no measurement bounds what was not seen)."""
+MEMORY_BOUND = 1.15
+"""An operator is memory-bound when its single-task rate differs by more than this factor between the
+memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
+FEW_GROUPS = 8.0
+"""Key groups per task below which Flink's key-group steps weigh (the busiest task owns up to
+1/8 = 12.5 % more than the mean at 8 groups per task, 100 % at one)..."""
+STEP_GAIN = 2.0
+"""...when the testbed's runs had at least this many times more groups per task."""
+CPU_PRESSURE_SHARE = 0.05
+"""A kept window counts as taken under CPU pressure when the testbed's CPU groups waited for more than
+this share of their quota (half the Flink testbed's 0.10, above which it discards and repeats)."""
+
+
+def family_risk_floor(by_family: Mapping[str, int | None], slots: int | None) -> float:
+    """The share of the candidate families whose own plan needs more than ``slots`` (a family that
+    does not reach the rate counts as needing more); 0 without families or budget."""
+    if slots is None or not by_family:
+        return 0.0
+    larger = sum(1 for v in by_family.values() if v is None or v > slots)
+    return larger / len(by_family)
+
+
+def combined_risk(*risks: float | None) -> float | None:
+    """The risk of independent sources together: 1 - prod(1 - r); None when every source is None."""
+    known = [min(1.0, max(0.0, r)) for r in risks if r is not None]
+    if not known:
+        return None
+    return 1.0 - math.prod(1.0 - r for r in known)
+
+
+def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], keyed: Iterable[str], *,
+                   memory_bound: Mapping[str, float] | None = None,
+                   groups_per_task: Mapping[str, float] | None = None,
+                   max_parallelism: int | None = None, measured_max_parallelisms: Iterable[int | None] = (),
+                   trusted_slots: int | None = None, slots: int | None = None,
+                   ratio: float = PROBE_RATIO) -> tuple[str, ...]:
+    """What the plan of ``configuration`` rests on that the testbed did not observe, one line each:
+
+    * a keyed operator planned at more than ``ratio`` x the widest it ran (``widest``, probes included):
+      its key skew is carried by the square-root law, not seen;
+    * a memory-bound operator (``memory_bound``: its single-task rate's spread over the memories
+      measured, above MEMORY_BOUND) planned so wide: its per-task state shrinks to a share the testbed
+      never held;
+    * a keyed operator planned with fewer than FEW_GROUPS key groups per task where the testbed's runs
+      had STEP_GAIN x more (``groups_per_task``: the fewest per task any run had): Flink's key-group steps;
+    * a job max parallelism (``max_parallelism``) no measured run had (``measured_max_parallelisms``):
+      the model was fitted on other key groups;
+    * a budget beyond the model's trusted limit (``trusted_slots``)."""
+    keyed = set(keyed)
+    memory_bound = memory_bound or {}
+    groups_per_task = groups_per_task or {}
+    lines = []
+    for op, p in configuration.items():
+        seen = max(1, int(widest.get(op, 1)))
+        wide = p > ratio * seen
+        if op in keyed and wide:
+            lines.append(f"{op}: key skew seen on at most {seen:,} tasks, planned on {p:,} (carried by the "
+                         f"square-root law of model/keyskew.py, not measured)")
+        spread = memory_bound.get(op, 1.0)
+        if spread > MEMORY_BOUND and wide:
+            lines.append(f"{op}: its rate per task differs {spread:.2f} x between the memories per slot measured; "
+                         f"at {p:,} tasks each holds about {seen / p:.2g} of the state the widest run's tasks held")
+        if op in keyed:
+            m = keygroups.max_parallelism(p, max_parallelism)
+            per_task = m / p
+            before = groups_per_task.get(op)
+            if per_task < FEW_GROUPS and before is not None and before >= STEP_GAIN * per_task:
+                busiest = math.ceil(m / p) / m * p
+                lines.append(f"{op}: {p:,} tasks over {m:,} key groups ({per_task:.1f} per task, the busiest "
+                             f"{100 * (busiest - 1):.0f} % above the mean); the testbed's runs had at least "
+                             f"{before:.0f} per task")
+    if max_parallelism is not None and max_parallelism not in set(measured_max_parallelisms):
+        lines.append(f"the configuration sets the job's max parallelism to {max_parallelism:,}; the model was "
+                     f"fitted on runs with other key groups")
+    if trusted_slots is not None and slots is not None and slots > trusted_slots:
+        lines.append(f"the budget ({slots:,} slots) lies beyond the model's trusted limit ({trusted_slots:,})")
+    return tuple(lines)
+
+
+def unseen_risk(unseen: Sequence[str]) -> float:
+    """The risk floor of an entry's unseen reasons (UNSEEN_RISK when there is any)."""
+    return UNSEEN_RISK if unseen else 0.0
+
+
+def disturbed(repeated: int, cpu_shortfall: float) -> bool:
+    """Whether a measurement had windows repeated, or kept one taken while the testbed's CPU groups waited
+    for more than CPU_PRESSURE_SHARE of their quota."""
+    return repeated > 0 or cpu_shortfall > CPU_PRESSURE_SHARE
+
+
+def disturbance_warning(points: Sequence[tuple[int, float]]) -> tuple[float, str | None]:
+    """For the measurements a plan rests on, each (windows repeated, the largest CPU shortfall share of a
+    kept window): the share disturbed (``disturbed``), and a plan-level warning when any was."""
+    if not points:
+        return 0.0, None
+    bad = [(r, s) for r, s in points if disturbed(r, s)]
+    if not bad:
+        return 0.0, None
+    repeated = sum(r for r, _ in bad)
+    worst = max(s for _, s in bad)
+    return len(bad) / len(points), (
+        f"{len(bad)} of the {len(points)} measurements were disturbed: {repeated} window(s) repeated because the "
+        f"testbed's host was short of CPU, the worst kept window's CPU groups waited for {100 * worst:.0f} % of "
+        f"their quota. Their MSTs may be low; measure again on a quieter host before trusting the plan")
+
+
+def beyond_trusted_start(answers: Mapping[str, int | None], chosen: str) -> int | None:
+    """The budget a plan beyond the trusted range starts from (before the configuration check grows it):
+    the chosen family's own unbounded answer (the paper's inverse solve without guard rails). None when
+    that family does not reach the rate at any budget: a flat tail the measurements' fit shows, a
+    ceiling."""
+    return answers.get(chosen)

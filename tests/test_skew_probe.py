@@ -1,0 +1,139 @@
+"""Skew probes (planner/probes.py) and what a plan says it did not see (planner/caveats.py): each rule
+on its own, then a probe on a sim profile whose hot key the narrow testbed misses."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from streambed.model import Plan, PlanEntry
+from streambed.planner import caveats
+from streambed.planner.exploration import cpu_disturbance
+from streambed.planner.probes import PROBE_RATIO, probe_configuration, probe_targets, probe_width, widest_runs
+
+# -- probe selection --------------------------------------------------------------------------------------
+
+
+def test_widest_runs_takes_the_most_tasks_each_operator_ran_with():
+    assert widest_runs([{"a": 1, "b": 3}, {"a": 4, "b": 2}]) == {"a": 4, "b": 3}
+
+
+def test_a_keyed_operator_planned_far_wider_than_it_ran_is_probed():
+    planned = [{"src": 10, "join": 30}, {"src": 12, "join": 20}]
+    assert probe_targets(planned, {"src": 5, "join": 2}, keyed={"join"}, width=45) == ["join"]
+
+
+def test_an_operator_planned_within_a_few_times_its_widest_run_is_not_probed():
+    planned = [{"join": int(PROBE_RATIO * 5)}]
+    assert probe_targets(planned, {"join": 5}, keyed={"join"}, width=45) == []
+
+
+def test_an_operator_that_is_not_keyed_is_never_probed():
+    assert probe_targets([{"map": 500}], {"map": 1}, keyed=set(), width=45) == []
+
+
+def test_no_probe_when_the_testbed_cannot_run_the_operator_wider_than_it_did():
+    # q11-like: the window ran on 43 tasks, the probe could give it 45
+    assert probe_targets([{"win": 1300}], {"win": 43}, keyed={"win"}, width=45) == []
+
+
+def test_probe_width_leaves_one_slot_to_every_other_operator_within_the_key_groups():
+    assert probe_width(48, 4) == 45
+    assert probe_width(48, 4, max_parallelism=32) == 32
+    assert probe_configuration(("a", "b", "c"), "b", 46) == {"a": 1, "b": 46, "c": 1}
+
+
+# -- risk: the families' disagreement, combined sources -----------------------------------------------------
+
+
+def test_family_risk_floor_is_the_share_of_families_planning_more():
+    assert caveats.family_risk_floor({"linear": 100, "log": 170, "sqrt": 120}, 110) == pytest.approx(2 / 3)
+    assert caveats.family_risk_floor({"linear": 100, "log": 100}, 110) == 0.0
+    # a family that does not reach the rate needs more than any budget
+    assert caveats.family_risk_floor({"linear": 100, "log": None}, 110) == 0.5
+    assert caveats.family_risk_floor({}, 110) == 0.0
+    assert caveats.family_risk_floor({"linear": 100}, None) == 0.0
+
+
+def test_combined_risk_of_independent_sources():
+    assert caveats.combined_risk(0.005, 1 / 3) == pytest.approx(1 - 0.995 * 2 / 3)
+    assert caveats.combined_risk(None, 0.1) == pytest.approx(0.1)
+    assert caveats.combined_risk(None, None) is None
+    assert caveats.combined_risk(0.0, 0.0) == 0.0
+
+
+# -- unseen reasons --------------------------------------------------------------------------------------
+
+
+def test_unseen_names_a_keyed_operator_whose_skew_was_never_seen_at_scale():
+    lines = caveats.unseen_reasons({"src": 40, "join": 25}, {"src": 40, "join": 1}, {"join"})
+    assert len(lines) == 1 and lines[0].startswith("join: key skew seen on at most 1 tasks, planned on 25")
+
+
+def test_unseen_is_empty_when_the_testbed_ran_the_plan_s_parallelism():
+    assert caveats.unseen_reasons({"src": 40, "join": 6}, {"src": 40, "join": 4}, {"join"},
+                                  groups_per_task={"join": 128 / 4}) == ()
+
+
+def test_unseen_names_a_memory_bound_operator_planned_far_wider():
+    lines = caveats.unseen_reasons({"agg": 200}, {"agg": 20}, set(), memory_bound={"agg": 1.6})
+    assert len(lines) == 1 and "1.60 x between the memories" in lines[0]
+    assert caveats.unseen_reasons({"agg": 200}, {"agg": 20}, set(), memory_bound={"agg": 1.05}) == ()
+
+
+def test_unseen_names_key_group_steps_the_testbed_did_not_have():
+    # 100 tasks over Flink's default 256 groups: 2.56 per task; the testbed ran 40 over 128 (3.2): no step seen?
+    assert not any("key groups" in x for x in caveats.unseen_reasons({"w": 100}, {"w": 40}, {"w"},
+                                                                        groups_per_task={"w": 3.2}, ratio=10))
+    lines = caveats.unseen_reasons({"w": 100}, {"w": 10}, {"w"}, groups_per_task={"w": 12.8}, ratio=10)
+    assert any("100 tasks over 256 key groups" in x for x in lines)
+
+
+def test_unseen_says_when_the_configuration_sets_key_groups_the_model_never_ran():
+    lines = caveats.unseen_reasons({"w": 4}, {"w": 4}, {"w"}, max_parallelism=4096, measured_max_parallelisms={None})
+    assert any("max parallelism to 4,096" in x for x in lines)
+    assert caveats.unseen_reasons({"w": 4}, {"w": 4}, {"w"}, max_parallelism=4096,
+                                  measured_max_parallelisms={4096}) == ()
+
+
+def test_unseen_says_a_budget_lies_beyond_the_trusted_limit():
+    lines = caveats.unseen_reasons({"a": 900}, {"a": 900}, set(), trusted_slots=775, slots=900)
+    assert lines == ("the budget (900 slots) lies beyond the model's trusted limit (775)",)
+    assert caveats.unseen_risk(lines) == caveats.UNSEEN_RISK and caveats.unseen_risk(()) == 0.0
+
+
+# -- disturbed measurements ------------------------------------------------------------------------------
+
+
+def test_disturbance_warns_when_a_window_was_repeated_or_taken_short_of_cpu():
+    share, warning = caveats.disturbance_warning([(0, 0.0), (1, 0.02), (0, 0.08), (0, 0.01)])
+    assert share == 0.5 and "2 of the 4 measurements" in warning and "1 window(s) repeated" in warning
+    assert caveats.disturbance_warning([(0, 0.0), (0, 0.04)]) == (0.0, None)
+    assert caveats.disturbance_warning([]) == (0.0, None)
+
+
+def test_cpu_disturbance_reads_an_estimates_recorded_windows():
+    window = {"measurement": {"cpu": {"seconds": 10, "shortfall": 0.3, "quota": 2.0, "groups": 2},
+                              "discarded": [{}, {}]}}
+    assert cpu_disturbance({"windows": [window, {"measurement": {}}]}) == (2, pytest.approx(0.15))
+    assert cpu_disturbance({"windows": []}) == (0, 0.0)
+
+
+# -- beyond the trusted range ----------------------------------------------------------------------------
+
+
+def test_beyond_trusted_starts_from_the_chosen_family_s_unbounded_answer():
+    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 4000, "log": None}, "sqrt") == 4000
+    # the chosen family reaches the rate nowhere: a flat tail, a ceiling
+    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 4000, "log": None}, "log") is None
+
+
+def test_plan_json_round_trip_keeps_the_new_fields():
+    e = PlanEntry(4096, 10, 1e6, {"a": 4, "b": 6}, 1.1e6, {"linear": 10}, "x", 8, 9e5, unseen=("a: not seen",),
+                  beyond_trusted=True, checkpoint="--checkpoint-slots 10")
+    p = Plan("q", 1e6, 1.1, "linear", {}, (e,), warnings=("disturbed",), key_skew={"b": {"source": "data"}},
+             probes=({"operator": "b", "tasks": 45, "memory_mb": 4096, "mst": 1.0, "testbed_seconds": 60.0},))
+    back = Plan.from_dict(p.to_dict())
+    assert back == p
+    assert math.isclose(back.entries[0].max_rate, 9e5)
