@@ -137,3 +137,92 @@ def test_plan_json_round_trip_keeps_the_new_fields():
     back = Plan.from_dict(p.to_dict())
     assert back == p
     assert math.isclose(back.entries[0].max_rate, 9e5)
+
+
+# -- a probe on the sim: a hot key the narrow testbed misses ------------------------------------------------
+
+HOT_JOIN = """\
+name: probe-test-hot-join
+description: "A keyed aggregate behind a selective filter: one task on the testbed, a hot key at scale"
+reference: {single_task_mst: 400000, shape: linear, notes: "test profile"}
+defaults: {buffer_records: 20000, noise: 0.0}
+operators:
+  - name: "Calc#1"
+    kind: filter
+    rate: 400000
+    inputs:
+      - {from: source, selectivity: 1.0, partitioning: rebalance}
+  - name: "GroupAggregate#2"
+    kind: aggregate
+    rate: 400000
+    inputs:
+      - {from: "Calc#1", selectivity: 0.05, partitioning: hash}
+    keys: {count: 20000, zipf: 0.3, hot: 0.15}
+  - name: "Sink#3"
+    kind: sink
+    rate: 2000000
+    inputs:
+      - {from: "GroupAggregate#2", selectivity: 0.1, partitioning: rebalance}
+"""
+
+
+def _hot_join_explorer(tmp_path, probes: bool):
+    from streambed.ledger import Ledger
+    from streambed.planner.estimator import CapacityEstimator, Timing
+    from streambed.planner.exploration import ExplorerSettings
+    from streambed.planner.explorer import ResourceExplorer
+    from streambed.planner.optimizer import ConfigurationOptimizer
+    from streambed.planner.policies import policy_named
+    from streambed.testbed.sim.profile import load_profile
+    from streambed.testbed.sim.testbed import SimSettings, SimTestbed
+
+    path = tmp_path / "probe-test-hot-join.yaml"
+    path.write_text(HOT_JOIN)
+    prof = load_profile(str(path))
+    tb = SimTestbed(prof, SimSettings(seed=0, max_slots=16))
+    ledger = Ledger.open(tmp_path / ("on" if probes else "off"), "plan", {}, resume=False)
+    quick = Timing("q", warmup_s=20, cooldown_s=5, cooldown_rate_per_source=200, ramp_s=10, observe_s=20,
+                   max_iterations=10, warmup_observe_s=10)
+    est = CapacityEstimator(tb, ledger, quick)
+    opt = ConfigurationOptimizer(est, tb.query(prof.name), policy_named("bids2-skew"))
+    settings = ExplorerSettings(seed=0, min_after_corners=1, max_measurements=5, probes=probes)
+    return ResourceExplorer(opt, tb.info(), settings), ledger, est
+
+
+def test_a_probe_finds_the_hot_key_the_narrow_testbed_missed(tmp_path):
+    """The aggregate takes 5 % of the input: every run of D gives it one or two tasks, no run shows its 15 %
+    key, and a plan at 20 x the testbed gives it many tasks as if its input spread evenly. The probe runs it
+    on 14 tasks (16 slots less one each for the others); its hot key then caps the plan, which says so."""
+    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=True)
+    with ledger:
+        ex = explorer.explore([4096])
+        agg = "GroupAggregate#2"
+        assert max(p.configuration[agg] for p in ex.points) == 1  # never wide enough to show a key
+        rate = 20 * max(p.mst for p in ex.points)
+        before = explorer.plan(ex, rate, [4096]).entry(4096)
+        assert before.slots is not None and before.configuration[agg] > 4
+        assert any(line.startswith(f"{agg}: key skew seen on at most") for line in before.unseen)
+        seconds = est.testbed_seconds
+        probes = explorer.probe(ex, explorer.plan(ex, rate, [4096]), est)
+        assert [max(p.configuration.values()) for p in probes] == [14]
+        assert probes[0].configuration == {"Calc#1": 1, agg: 14, "Sink#3": 1}
+        assert est.testbed_seconds - seconds == pytest.approx(probes[0].testbed_seconds) and probes[0].testbed_seconds > 0
+        skew = explorer.key_skew(ex)[0][agg]
+        assert skew.tested_parallelism == 14 and skew.hottest > 0.08  # the 15 % key, seen
+        after = explorer.plan(ex, rate, [4096])
+    assert after.probes and after.probes[0]["operator"] == agg and after.probes[0]["tasks"] == 14
+    entry = after.entry(4096)
+    # one key holds 15 % of the aggregate's input: its task caps the operator wherever the plan puts it
+    cap = 400000 / (0.05 * 0.15)
+    assert rate > cap
+    assert entry.slots is None and "GroupAggregate#2 sustains at most" in entry.unreachable
+
+
+def test_without_probes_the_same_plan_trusts_the_narrow_view(tmp_path):
+    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False)
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 20 * max(p.mst for p in ex.points)
+        plan = explorer.plan(ex, rate, [4096])
+        assert explorer.probe(ex, plan, est) == [] and ex.probes == []
+    assert plan.entry(4096).slots is not None  # planned, the hot key unseen

@@ -1,0 +1,122 @@
+"""Plans of an earlier section A, E or G run made again by the current planner from the same recorded
+explorations, and judged by the sim's truth on each entry's own configuration.
+
+A section G case costs minutes of exploration and truth searches; most of a rule change in the plan's
+last steps (sizing, skew probes, beyond-trusted plans) needs neither again. This script reads each
+case's exploration.json, re-plans it for the recorded rate on a fresh simulated testbed (which measures
+only what the current planner adds: a skew probe, a missing single-task run), and judges every entry
+by the truth of its own configuration (``streambed sim truth --plan``) against the true minimum the
+earlier run recorded. Run it with another checkout's code first on the PYTHONPATH to get the "before".
+
+    .venv/bin/python bench/experiments/replan_recorded.py /tmp/evG10 --section G_generated --profiles /tmp/evG10/G/profiles
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from streambed.ledger import Ledger
+from streambed.model import Configuration
+from streambed.planner.estimator import CapacityEstimator, Timing
+from streambed.planner.exploration import Exploration, ExplorerSettings
+from streambed.planner.explorer import ResourceExplorer
+from streambed.planner.optimizer import ConfigurationOptimizer
+from streambed.planner.policies import DEFAULT_POLICY, policy_named
+from streambed.testbed.sim.profile import load_profile
+from streambed.testbed.sim.testbed import SimSettings, SimTestbed
+from streambed.testbed.sim.truth import GroundTruth
+
+TESTBED_SLOTS = 48
+FLOOR = 0.97
+
+
+def replan_case(case_dir: Path, row: dict, profile_path: str) -> list[dict]:
+    profile = load_profile(profile_path)
+    ex = Exploration.from_dict(json.loads((case_dir / "exploration.json").read_text()))
+    memories = sorted(int(m) for m in row["memories"])
+    timing = "paper-complex" if any(o.kind == "join" for o in profile.operators) or any(
+        q in profile.name for q in ("q5", "q8")) else "paper-simple"
+    tb = SimTestbed(profile, SimSettings(seed=0, max_slots=TESTBED_SLOTS))
+    query = tb.query(profile.name)
+    with tempfile.TemporaryDirectory() as d, Ledger.open(d, "plan", {"query": profile.name}, resume=False) as ledger:
+        est = CapacityEstimator(tb, ledger, Timing.named(timing))
+        opt = ConfigurationOptimizer(est, query, policy_named(DEFAULT_POLICY))
+        explorer = ResourceExplorer(opt, tb.info(), ExplorerSettings(seed=0))
+        rate = row["rate"]
+        plan = explorer.plan(ex, rate, memories)
+        if hasattr(explorer, "probe") and explorer.probe(ex, plan, est):
+            plan = explorer.plan(ex, rate, memories)
+        probe_s = sum(p.testbed_seconds for p in getattr(ex, "probes", ()))
+    gt = GroundTruth(profile)
+    out = []
+    for e in plan.entries:
+        recorded = row["memories"][str(e.memory_mb)] if str(e.memory_mb) in row["memories"] else row["memories"][e.memory_mb]
+        own = None
+        if e.slots:
+            own = gt.configuration_mst(Configuration.of(query, e.configuration, e.max_parallelism), e.memory_mb).mst
+        out.append({"profile": row["profile"], "multiple": row["multiple"], "memory_mb": e.memory_mb,
+                    "planned": e.slots, "own_over_rate": own / rate if own is not None else None,
+                    "true_min": recorded["true_min"], "beyond_trusted": getattr(e, "beyond_trusted", False),
+                    "risk": e.risk, "unseen": list(getattr(e, "unseen", ())), "probe_s": probe_s,
+                    "recorded_planned": recorded["planned"]})
+    return out
+
+
+def summary(records: list[dict]) -> str:
+    ratios = [r["planned"] / r["true_min"] for r in records if r["planned"] and r["true_min"]]
+    short = [r for r in records if r["own_over_rate"] is not None and r["own_over_rate"] < FLOOR]
+    wrong = [r for r in records if r["planned"] is None and r["true_min"]]
+    agreed = [r for r in records if r["planned"] is None and not r["true_min"]]
+    over = [x for x in ratios if x > 1.25]
+    reach = [r for r in records if r["true_min"]]
+    pct = (lambda q: f"{np.percentile(ratios, q):.2f}") if ratios else (lambda q: "-")
+    return (f"{len(records)} entries ({sum(r['planned'] is not None for r in records)} planned, "
+            f"{sum(bool(r['beyond_trusted']) for r in records)} beyond the trusted range): {len(short)} whose own "
+            f"configuration sustains < {FLOOR} of the target; {len(wrong)} unreachable where the truth reaches the rate "
+            f"({len(wrong)}/{len(reach)} of those it reaches), {len(agreed)} where it agrees; {len(over)} over 1.25 x; "
+            f"slots / true minimum median {pct(50)}, 95th percentile {pct(95)}, worst "
+            f"{max(ratios) if ratios else float('nan'):.2f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="an evaluate --out directory (evaluation.json and the case directories)")
+    parser.add_argument("--section", default="G_generated", help="evaluation.json's section key")
+    parser.add_argument("--cases", default=None, help="the section's case directory (default: run/<letter>)")
+    parser.add_argument("--profiles", default=None, help="where the profiles' YAML files are (default: by name)")
+    parser.add_argument("--skip", default="", help="profiles to leave out, comma-separated")
+    parser.add_argument("--out", type=Path, default=None, help="write the records as JSON here")
+    args = parser.parse_args()
+    data = json.loads((args.run / "evaluation.json").read_text())[args.section]
+    cases = Path(args.cases) if args.cases else args.run / args.section[0]
+    skip = set(filter(None, args.skip.split(",")))
+    records = []
+    for row in data["rows"]:
+        if row["profile"] in skip:
+            continue
+        t0 = time.time()
+        path = str(Path(args.profiles) / f"{row['profile']}.yaml") if args.profiles else row["profile"]
+        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path)
+        records += recs
+        print(f"{row['profile']} x{row['multiple']:g}: " + ", ".join(
+            f"{r['memory_mb']} MB {r['planned'] or 'unreachable'}{' (beyond)' if r['beyond_trusted'] else ''} "
+            f"(was {r['recorded_planned'] or 'unreachable'}, truth {r['true_min'] or 'none'}, own/target "
+            f"{r['own_over_rate']:.3f})" if r["own_over_rate"] is not None else
+            f"{r['memory_mb']} MB unreachable (was {r['recorded_planned'] or 'unreachable'}, truth {r['true_min'] or 'none'})"
+            for r in recs) + f" [{time.time() - t0:.0f} s]", flush=True)
+    print("summary: " + summary(records))
+    if args.out:
+        args.out.write_text(json.dumps(records, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
