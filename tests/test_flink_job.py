@@ -327,3 +327,17 @@ def test_local_run_follows_the_rate_file(flink_home, jar, tmp_path):
     assert abs(slow_rate - 5000) <= 500, (slow_rate, samples)
     # Nothing holds the source back here: the backlog does not grow.
     assert samples[-1][1] - before[-1][1] <= 0.05 * 20000, samples
+
+
+def test_explain_marks_the_operators_behind_a_hash_exchange_as_keyed(explained):
+    """Flink's stream graph says which operators are keyed (their planner-side skew and key-group rules
+    apply); every operator the data's key statistics name is one, and no stateless operator is."""
+    from streambed.model.keystats import QUERY_KEYS
+
+    for path in QUERY_FILES:
+        doc = json.loads(explained[path.name][1])
+        keyed = {o["name"] for o in doc["operators"] if o.get("keyed")}
+        assert not {op for op in keyed if kind(op) in ("Calc", "Sink")}, path.name
+        assert {k.operator for k in QUERY_KEYS.get(path.stem, ())} <= keyed, path.name
+    q5 = json.loads(explained["q5.sql"][1])
+    assert {o["name"] for o in q5["operators"] if o.get("keyed")} == {"GroupWindowAggregate#2", "GroupAggregate#5", "Join#7"}

@@ -1,6 +1,7 @@
 """Pure parts of the Flink testbed: operator names from a job plan, declared graphs."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -247,3 +248,19 @@ def test_a_job_a_killed_campaign_left_running_is_cancelled_for_its_slots(tmp_pat
         tb.prepare(Budget(2, 512))
     assert cancelled == ["a1"] and deployed == []
     assert logs == ["cancelling streambed-q11-1795693041-3, left running by an earlier campaign (killed?)"]
+
+
+def test_a_querys_keyed_operators_are_what_flinks_stream_graph_hashes(tmp_path):
+    """The Flink testbed's Query says which operators are keyed (the skew model and the data's key
+    statistics apply only to them): read from the explained stream graph, not the file's header."""
+    import pyflink
+
+    from streambed.testbed.flink import FlinkSettings, FlinkTestbed
+
+    repo = Path(__file__).resolve().parents[1]
+    settings = FlinkSettings(rest_url="http://127.0.0.1:1", prometheus_url="http://127.0.0.1:1",
+                             flink_home=Path(pyflink.__file__).parent, jar=repo / "flink" / "build" / "streambed-job.jar",
+                             queries_dir=repo / "flink" / "queries", state_dir=tmp_path)
+    tb = FlinkTestbed(settings)
+    assert tb.query("q11").keyed == {"GroupWindowAggregate#2"}
+    assert tb.query("q1").keyed == frozenset()

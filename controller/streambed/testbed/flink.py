@@ -213,7 +213,8 @@ class FlinkTestbed:
             if actual.operators != declared.operators or set(actual.edges) != set(declared.edges):
                 raise UserError(f"query {name}: its declared graph ({' '.join(declared.operators)}) is not what "
                                 f"Flink builds ({' '.join(actual.operators)}); fix the header of {path.name}")
-            self._queries[name] = (declared, sql)
+            # Which operators are keyed is Flink's to say (a hash exchange in its stream graph), not the header's.
+            self._queries[name] = (replace(declared, keyed=actual.keyed), sql)
         return self._queries[name][0]
 
     def sql(self, name: str) -> str:
@@ -243,7 +244,7 @@ class FlinkTestbed:
         graph = json.loads(p.stdout.strip().splitlines()[-1])
         ops = tuple(o["name"] for o in graph["operators"])
         edges = tuple((i, o["name"]) for o in graph["operators"] for i in o["inputs"])
-        return Query(name, ops, edges)
+        return Query(name, ops, edges, keyed=frozenset(o["name"] for o in graph["operators"] if o.get("keyed")))
 
     def prepare(self, budget: Budget) -> None:
         s = self.settings

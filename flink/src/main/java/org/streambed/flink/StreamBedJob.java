@@ -14,6 +14,7 @@ import org.apache.flink.streaming.api.graph.StreamEdge;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.streaming.api.graph.StreamNode;
 import org.apache.flink.streaming.runtime.partitioner.ForwardPartitioner;
+import org.apache.flink.streaming.runtime.partitioner.KeyGroupStreamPartitioner;
 import org.apache.flink.streaming.runtime.partitioner.RebalancePartitioner;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.bridge.java.StreamStatementSet;
@@ -444,6 +445,16 @@ public final class StreamBedJob {
             this.name = name;
             this.global = node.getMaxParallelism() == 1;
         }
+
+        /** Its input is hash-partitioned by key (a keyBy): its tasks follow Flink's key-group rule. */
+        boolean keyed() {
+            for (StreamEdge e : node.getInEdges()) {
+                if (e.getPartitioner() instanceof KeyGroupStreamPartitioner) {
+                    return true;
+                }
+            }
+            return false;
+        }
     }
 
     /** Short name of an operator: its kind ("Calc", "GroupWindowAggregate", "Sink", ...). */
@@ -502,6 +513,9 @@ public final class StreamBedJob {
             sb.append("], \"parallelism\": ").append(op.node.getParallelism());
             if (op.global) {
                 sb.append(", \"max_parallelism\": 1");
+            }
+            if (op.keyed()) {
+                sb.append(", \"keyed\": true");
             }
             sb.append("}");
         }
