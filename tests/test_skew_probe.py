@@ -226,3 +226,27 @@ def test_without_probes_the_same_plan_trusts_the_narrow_view(tmp_path):
         plan = explorer.plan(ex, rate, [4096])
         assert explorer.probe(ex, plan, est) == [] and ex.probes == []
     assert plan.entry(4096).slots is not None  # planned, the hot key unseen
+    assert plan.key_skew == {}  # one task in every run: nothing inferred
+
+
+def test_key_statistics_of_the_data_give_the_skew_the_runs_could_not(tmp_path):
+    """The same narrow exploration, with the data's key counts (--key-stats): the 15 % key is counted,
+    the more pessimistic skew is the data's, and the plan shows both and names the cap."""
+    from dataclasses import replace
+
+    from streambed.model.keystats import statistics_of_counts
+
+    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False)
+    agg = "GroupAggregate#2"
+    counts = {(k,): 1 for k in range(850)} | {(10_000,): 150}  # one key of 15 %, 850 even ones
+    stats = statistics_of_counts(agg, "bid.bidder", counts)
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 20 * max(p.mst for p in ex.points)
+        explorer.settings = replace(explorer.settings, key_statistics=(stats,))
+        plan = explorer.plan(ex, rate, [4096])
+    shown = plan.key_skew[agg]
+    assert shown["source"] == "data" and shown["inferred"] is None
+    assert shown["data"]["hottest"] == pytest.approx(0.15)
+    entry = plan.entry(4096)
+    assert entry.slots is None and f"{agg} sustains at most" in entry.unreachable
