@@ -224,7 +224,9 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
                                   "own_model_mst": own_truth.model_mst if own_truth else None,
                                   "true_min_configuration": found[1].configuration.as_dict() if found else None,
                                   "true_min_max_parallelism": found[1].configuration.max_parallelism if found else None,
-                                  "key_warning": e.key_warning, "risk": e.risk}
+                                  "key_warning": e.key_warning, "risk": e.risk,
+                                  # a plan beyond the model's trusted range is a plan: judged by its own configuration
+                                  "beyond_trusted": e.beyond_trusted, "unseen": list(e.unseen)}
     entry = plan.entry(4096)
     own, true_min = by_memory[4096]["own_mst"], by_memory[4096]["true_min"]
     limit = entry.max_slots
@@ -608,6 +610,7 @@ def generated_summary(records: list[dict]) -> dict:
     wrong = [r for r in records if r["planned_slots"] is None and r["true_min"]]
     short = [r for r in records if r["own_over_rate"] is not None and r["own_over_rate"] < SUSTAIN_FLOOR]
     return {"entries": len(records), "planned": sum(r["planned_slots"] is not None for r in records),
+            "beyond_trusted": sum(bool(r.get("beyond_trusted")) for r in records),
             "short": len(short), "under": sum(r["verdict"] == UNDER for r in records),
             "over": sum(r["verdict"] == OVER for r in records), "right": sum(r["verdict"] == RIGHT for r in records),
             "unreachable_agreed": sum(r["planned_slots"] is None and not r["true_min"] for r in records),
@@ -626,7 +629,8 @@ def generated_summary_line(s: dict) -> str:
     def share(v):
         return f"{100 * v:.1f} %" if v is not None else "-"
 
-    return (f"{s['entries']} entries ({s['planned']} planned): {s['short']} whose own configuration sustains < "
+    return (f"{s['entries']} entries ({s['planned']} planned, {s.get('beyond_trusted', 0)} beyond the trusted range): "
+            f"{s['short']} whose own configuration sustains < "
             f"{SUSTAIN_FLOOR:g} of the target ({s['under']} below 1.0), {s['over']} over 1.25 x the true minimum, "
             f"{s['right']} right; {s['unreachable_wrong']} unreachable where the truth reaches the rate "
             f"({share(s['unreachable_wrong_share'])} of the entries, {share(s['unreachable_wrong_share_of_reachable'])} "
@@ -714,7 +718,7 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
         rec.update(rate=by_case[(rec["profile"], rec["multiple"])]["rate"], own_bottleneck=e["own_bottleneck"],
                    own_model_mst=e["own_model_mst"], max_parallelism=e["max_parallelism"],
                    configuration=e["configuration"], true_min_configuration=e["true_min_configuration"],
-                   key_warning=e["key_warning"], limit=e["limit"])
+                   key_warning=e["key_warning"], limit=e["limit"], beyond_trusted=e.get("beyond_trusted", False))
     table(f"G. {count} generated profiles (seed {profile_seed}) at {'/'.join(f'{m:g}' for m in GENERATED_MULTIPLES)}x "
           f"the 48-slot MST, judged by each plan's own configuration",
           ("profile", "x", "MB", "rate, ev/s", "planned", "true min", "own MST / target", "slots / true min",
