@@ -22,7 +22,8 @@ the rate.
   per slot with the least total memory.
 
 Options (``PlanningRequest.options``): ``training`` (the training set's directory; required),
-``model`` (one of MODELS, default ``forest``), ``target`` (``mst`` or ``ratio``), ``safety`` (1.10),
+``model`` (one of MODELS, default ``forest``), ``target`` (``ratio``, default, or ``mst``: the two scored
+best and PDSP-Bench's own, docs/compare.md "Learned cost models"), ``safety`` (1.10),
 ``timing`` (the estimator timing of the single-task runs), ``policy`` (the configuration policy),
 ``plan_limit`` (the most slots a plan may ask), ``max_records`` (train on the first N records only).
 """
@@ -258,7 +259,7 @@ def score(model: CostModel, records: Sequence[PlanRecord]) -> dict:
 class LearnedOptions:
     training: str | None = None
     model: str = "forest"
-    target: str = "mst"
+    target: str = "ratio"
     safety: float = ExplorerSettings.safety
     timing: str = DEFAULT_TIMING
     policy: str = DEFAULT_POLICY
