@@ -123,10 +123,15 @@ def test_cpu_disturbance_reads_an_estimates_recorded_windows():
 # -- beyond the trusted range ----------------------------------------------------------------------------
 
 
-def test_beyond_trusted_starts_from_the_chosen_family_s_unbounded_answer():
-    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 4000, "log": None}, "sqrt") == 4000
+def test_beyond_trusted_starts_from_the_smallest_unbounded_answer_unless_the_chosen_family_levels_off():
+    answers = {"linear": 900, "sqrt": 4000, "log": None}
+    assert caveats.beyond_trusted_start(answers, "sqrt") == 900
+    assert caveats.beyond_trusted_start(answers, "sqrt", "chosen") == 4000
+    assert caveats.beyond_trusted_start(answers, "sqrt", "off") is None
     # the chosen family reaches the rate nowhere: a flat tail, a ceiling
-    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 4000, "log": None}, "log") is None
+    assert caveats.beyond_trusted_start(answers, "log") is None
+    with pytest.raises(ValueError):
+        caveats.beyond_trusted_start(answers, "sqrt", "largest")
 
 
 def test_plan_json_round_trip_keeps_the_new_fields():

@@ -38,7 +38,7 @@ TESTBED_SLOTS = 48
 FLOOR = 0.97
 
 
-def replan_case(case_dir: Path, row: dict, profile_path: str) -> list[dict]:
+def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings: dict | None = None) -> list[dict]:
     profile = load_profile(profile_path)
     ex = Exploration.from_dict(json.loads((case_dir / "exploration.json").read_text()))
     memories = sorted(int(m) for m in row["memories"])
@@ -49,7 +49,7 @@ def replan_case(case_dir: Path, row: dict, profile_path: str) -> list[dict]:
     with tempfile.TemporaryDirectory() as d, Ledger.open(d, "plan", {"query": profile.name}, resume=False) as ledger:
         est = CapacityEstimator(tb, ledger, Timing.named(timing))
         opt = ConfigurationOptimizer(est, query, policy_named(DEFAULT_POLICY))
-        explorer = ResourceExplorer(opt, tb.info(), ExplorerSettings(seed=0))
+        explorer = ResourceExplorer(opt, tb.info(), ExplorerSettings(seed=0, **(explorer_settings or {})))
         rate = row["rate"]
         plan = explorer.plan(ex, rate, memories)
         if hasattr(explorer, "probe") and explorer.probe(ex, plan, est):
@@ -66,7 +66,7 @@ def replan_case(case_dir: Path, row: dict, profile_path: str) -> list[dict]:
                     "planned": e.slots, "own_over_rate": own / rate if own is not None else None,
                     "true_min": recorded["true_min"], "beyond_trusted": getattr(e, "beyond_trusted", False),
                     "risk": e.risk, "unseen": list(getattr(e, "unseen", ())), "probe_s": probe_s,
-                    "recorded_planned": recorded["planned"]})
+                    "recorded_planned": recorded["planned"], "configuration": e.configuration})
     return out
 
 
@@ -94,17 +94,26 @@ def main() -> int:
     parser.add_argument("--profiles", default=None, help="where the profiles' YAML files are (default: by name)")
     parser.add_argument("--skip", default="", help="profiles to leave out, comma-separated")
     parser.add_argument("--out", type=Path, default=None, help="write the records as JSON here")
+    parser.add_argument("--explorer", action="append", default=[],
+                        help="an ExplorerSettings field as name=value (text, or a number), repeatable")
     args = parser.parse_args()
     data = json.loads((args.run / "evaluation.json").read_text())[args.section]
     cases = Path(args.cases) if args.cases else args.run / args.section[0]
     skip = set(filter(None, args.skip.split(",")))
+    settings = {}
+    for item in args.explorer:
+        name, _, value = item.partition("=")
+        try:
+            settings[name] = float(value) if "." in value else int(value)
+        except ValueError:
+            settings[name] = value
     records = []
     for row in data["rows"]:
         if row["profile"] in skip:
             continue
         t0 = time.time()
         path = str(Path(args.profiles) / f"{row['profile']}.yaml") if args.profiles else row["profile"]
-        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path)
+        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path, settings)
         records += recs
         print(f"{row['profile']} x{row['multiple']:g}: " + ", ".join(
             f"{r['memory_mb']} MB {r['planned'] or 'unreachable'}{' (beyond)' if r['beyond_trusted'] else ''} "

@@ -130,9 +130,22 @@ def disturbance_warning(points: Sequence[tuple[int, float]]) -> tuple[float, str
         f"their quota. Their MSTs may be low; measure again on a quieter host before trusting the plan")
 
 
-def beyond_trusted_start(answers: Mapping[str, int | None], chosen: str) -> int | None:
-    """The budget a plan beyond the trusted range starts from (before the configuration check grows it):
-    the chosen family's own unbounded answer (the paper's inverse solve without guard rails). None when
-    that family does not reach the rate at any budget: a flat tail the measurements' fit shows, a
-    ceiling."""
-    return answers.get(chosen)
+BEYOND_TRUSTED_RULES = ("smallest", "chosen", "off")
+"""Where a plan beyond the trusted range starts (beyond_trusted_start); "off": none, unreachable as before."""
+
+
+def beyond_trusted_start(answers: Mapping[str, int | None], chosen: str, rule: str = "smallest") -> int | None:
+    """The budget a plan beyond the trusted range starts from, before the configuration check grows it
+    (each family's answer is its unbounded inverse solve, the paper's without guard rails). None when the
+    chosen family reaches the rate at no budget (a flat tail the measurements' fit shows: a ceiling), or
+    with rule "off". "smallest": the smallest answer of any family, the last pass then growing it until the
+    plan's own configuration reaches the rate at the measured efficiency (beyond the trusted range the
+    chosen family's flat tail is what is not trusted: a sqrt fit asked 6-10 x the slots a generated profile
+    needed); "chosen": the chosen family's own answer."""
+    if rule not in BEYOND_TRUSTED_RULES:
+        raise ValueError(f"beyond-trusted rule {rule!r}: expected one of {', '.join(BEYOND_TRUSTED_RULES)}")
+    if rule == "off" or answers.get(chosen) is None:
+        return None
+    if rule == "chosen":
+        return answers[chosen]
+    return min(v for v in answers.values() if v is not None)

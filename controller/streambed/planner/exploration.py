@@ -40,6 +40,9 @@ class ExplorerSettings:
     checkpoint (ResourceExplorer.checkpoint) then measures where they diverge most."""
     search: str = "bayesian"
     """The search strategy that proposes D's points after the corners (search.SEARCHES)."""
+    beyond_trusted: str = "smallest"
+    """Where a plan beyond the model's trusted range starts (caveats.beyond_trusted_start); "off": such a rate is
+    unreachable, as the guard rails alone say."""
     probes: bool = True
     """Skew probes (ResourceExplorer.probe): a keyed operator planned far wider than the testbed ran it is
     measured at the testbed's widest before the plan trusts its key skew."""

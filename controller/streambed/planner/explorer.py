@@ -258,7 +258,7 @@ class ResourceExplorer:
         unbounded = replace(s, max_extrapolation=float(s.max_plan_slots), min_marginal=0.0)
         answers = plans_by_family(obs, self.features(ex), s.families, memory_mb, rate, safety=s.safety,
                                   min_slots=query.size, max_slots=s.max_plan_slots, settings=unbounded)
-        start = caveats.beyond_trusted_start(answers, model.family)
+        start = caveats.beyond_trusted_start(answers, model.family, s.beyond_trusted)
         if start is None:
             return replace(entry, unreachable=f"{entry.unreachable} The {model.family} model, solved without its guard "
                            f"rails, reaches the rate at no budget up to {s.max_plan_slots:,} slots: the measurements "
