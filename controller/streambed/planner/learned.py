@@ -44,7 +44,7 @@ from .. import checks
 from ..errors import UserError
 from ..files import write_text
 from ..ledger import Ledger
-from ..model import Budget, Configuration, Query, SingleTaskMetrics
+from ..model import Configuration, Query, SingleTaskMetrics
 from ..testbed.base import Testbed
 from .base import Log, PlanningRequest, Sizing, Step, silent
 from .estimator import DEFAULT_TIMING, TIMINGS, CapacityEstimator, Timing
@@ -415,7 +415,8 @@ class LearnedCostModel:
                           unreachable=f"the {evidence.model.name} model predicts at most {top:,.0f} events/s up to "
                                       f"{limit:,} slots, below {need:,.0f} (the rate x {o.safety:g})", **common)
         memory = min(entries, key=lambda m: (entries[m][0] * m, entries[m][0]))
-        slots, configuration, predicted = entries[memory]
+        _, configuration, predicted = entries[memory]
+        slots = sum(configuration.values())  # the policy's configuration may leave a slot of the count unused
         notes = (f"{evidence.model.name} model (target {evidence.model.target}, {evidence.model.records} training "
                  f"plans) predicts {predicted:,.0f} events/s for {slots} slots x {memory} MB",)
         return Sizing(self.name, request.query, request.rate, slots, memory, configuration, notes=notes, **common)
