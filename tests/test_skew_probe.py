@@ -123,13 +123,21 @@ def test_cpu_disturbance_reads_an_estimates_recorded_windows():
 # -- beyond the trusted range ----------------------------------------------------------------------------
 
 
-def test_beyond_trusted_starts_from_the_smallest_unbounded_answer_unless_the_chosen_family_levels_off():
+def test_beyond_trusted_plans_only_where_every_family_s_unbounded_answer_agrees():
+    # every family reaches the rate within 1.5 x of the others: the largest answer, grown by the last pass
+    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 1200, "log": 1300}, "sqrt") == 1300
+    # they disagree (or one never reaches it): the measurements cannot tell, unreachable
+    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 4000, "log": 1000}, "sqrt") is None
+    assert caveats.beyond_trusted_start({"linear": 900, "sqrt": 1000, "log": None}, "sqrt") is None
+
+
+def test_the_other_beyond_trusted_rules():
     answers = {"linear": 900, "sqrt": 4000, "log": None}
-    assert caveats.beyond_trusted_start(answers, "sqrt") == 900
+    assert caveats.beyond_trusted_start(answers, "sqrt", "smallest") == 900
     assert caveats.beyond_trusted_start(answers, "sqrt", "chosen") == 4000
     assert caveats.beyond_trusted_start(answers, "sqrt", "off") is None
-    # the chosen family reaches the rate nowhere: a flat tail, a ceiling
-    assert caveats.beyond_trusted_start(answers, "log") is None
+    # the chosen family reaches the rate nowhere: a flat tail, a ceiling, whatever the rule
+    assert caveats.beyond_trusted_start(answers, "log", "smallest") is None
     with pytest.raises(ValueError):
         caveats.beyond_trusted_start(answers, "sqrt", "largest")
 

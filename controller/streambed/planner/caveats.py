@@ -130,11 +130,12 @@ def disturbance_warning(points: Sequence[tuple[int, float]]) -> tuple[float, str
         f"their quota. Their MSTs may be low; measure again on a quieter host before trusting the plan")
 
 
-BEYOND_TRUSTED_RULES = ("smallest", "chosen", "off")
+BEYOND_TRUSTED_RULES = ("agree", "smallest", "chosen", "off")
 """Where a plan beyond the trusted range starts (beyond_trusted_start); "off": none, unreachable as before."""
 
 
-def beyond_trusted_start(answers: Mapping[str, int | None], chosen: str, rule: str = "smallest") -> int | None:
+def beyond_trusted_start(answers: Mapping[str, int | None], chosen: str, rule: str = "agree",
+                         spread: float = 1.5) -> int | None:
     """The budget a plan beyond the trusted range starts from, before the configuration check grows it
     (each family's answer is its unbounded inverse solve, the paper's without guard rails). None when the
     chosen family reaches the rate at no budget (a flat tail the measurements' fit shows: a ceiling), or
@@ -148,4 +149,9 @@ def beyond_trusted_start(answers: Mapping[str, int | None], chosen: str, rule: s
         return None
     if rule == "chosen":
         return answers[chosen]
-    return min(v for v in answers.values() if v is not None)
+    reached = [v for v in answers.values() if v is not None]
+    if rule == "agree":
+        if len(reached) < len(answers) or max(reached) > spread * min(reached):
+            return None
+        return max(reached)
+    return min(reached)

@@ -40,7 +40,7 @@ class ExplorerSettings:
     checkpoint (ResourceExplorer.checkpoint) then measures where they diverge most."""
     search: str = "bayesian"
     """The search strategy that proposes D's points after the corners (search.SEARCHES)."""
-    beyond_trusted: str = "smallest"
+    beyond_trusted: str = "agree"
     """Where a plan beyond the model's trusted range starts (caveats.beyond_trusted_start); "off": such a rate is
     unreachable, as the guard rails alone say."""
     probes: bool = True
