@@ -255,25 +255,37 @@ class ResourceExplorer:
         the efficiency's decline); otherwise a plan marked ``beyond_trusted``, with every family's unbounded
         answer and the staged measurement that would confirm it."""
         s, query = self.settings, self.optimizer.query
+        capped = self._capped(ex, memory_mb, rate)
+        if capped:  # a hot key or exhausted key groups: no budget beyond the range either
+            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. No budget at all reaches it: "
+                           + "; ".join(capped) + ".")
         unbounded = replace(s, max_extrapolation=float(s.max_plan_slots), min_marginal=0.0)
         answers = plans_by_family(obs, self.features(ex), s.families, memory_mb, rate, safety=s.safety,
                                   min_slots=query.size, max_slots=s.max_plan_slots, settings=unbounded)
         start = caveats.beyond_trusted_start(answers, model.family, s.beyond_trusted)
         if start is None:
-            return replace(entry, unreachable=f"{entry.unreachable} The {model.family} model, solved without its guard "
-                           f"rails, reaches the rate at no budget up to {s.max_plan_slots:,} slots: the measurements "
-                           f"level off (a ceiling)")
+            if answers.get(model.family) is None:
+                why = (f"the {model.family} model, solved without its guard rails, reaches the rate at no budget up to "
+                       f"{s.max_plan_slots:,} slots: the measurements level off (a ceiling)")
+            else:
+                given = ", ".join(f"{f} {v:,}" if v is not None else f"{f} none" for f, v in answers.items())
+                reached = [v for v in answers.values() if v is not None]
+                why = (f"solved without their guard rails, the families disagree ({given} slots): the measurements "
+                       f"cannot tell which curve holds out there; a staged measurement (--checkpoint-slots "
+                       f"{max(reached):,}) would")
+            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Beyond the trusted range, {why}.")
         solve = Solve(start, s.max_plan_slots, entry.max_rate or 0.0)
         planned = self._configure(ex, memory_mb, rate, solve, answers, model, fits)
         if planned.slots is None:
-            return replace(entry, unreachable=f"{entry.unreachable} Beyond the trusted range too, up to "
-                           f"{s.max_plan_slots:,} slots, no configuration reaches it: " + self._ceiling(ex, memory_mb, rate))
+            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Beyond the trusted range too, up to "
+                           f"{s.max_plan_slots:,} slots, no configuration reaches it: the share of their predicted "
+                           f"rate that the measured budgets reached declines faster than slots add.")
         return replace(planned, max_slots=entry.max_slots, max_rate=entry.max_rate, beyond_trusted=True,
                        checkpoint=f"--checkpoint-slots {planned.slots}")
 
-    def _ceiling(self, ex: Exploration, memory_mb: int, rate: float) -> str:
-        """What caps every configuration below ``rate``: the operators whose capacity at the most tasks
-        they may run stays below it (a hot key, key groups exhausted), else the efficiency's decline."""
+    def _capped(self, ex: Exploration, memory_mb: int, rate: float) -> list[str]:
+        """The operators whose capacity at the most tasks they may run stays below ``rate`` (a hot key, key
+        groups exhausted), one line each; empty when none caps the query below it."""
         metrics, _ = self.final_metrics(ex, memory_mb)
         capped = []
         for name, r in metrics.operators:
@@ -283,9 +295,7 @@ class ResourceExplorer:
                 hot = r.key_skew.floor if r.key_skew is not None else 0.0
                 capped.append(f"{name} sustains at most {cap:,.0f} events/s at {most:,} tasks"
                               + (f" (its hottest key carries {100 * hot:.2g} % of its input)" if hot > 0.01 else ""))
-        if capped:
-            return "; ".join(capped)
-        return "the share of their predicted rate the measured budgets reached declines faster than slots add"
+        return capped
 
     def _with_caveats(self, ex: Exploration, entry: PlanEntry, rate: float) -> PlanEntry:
         """The entry with what it rests on that the testbed did not show (caveats.unseen_reasons) and its
