@@ -23,6 +23,8 @@ The explorer coordinates; each concern is a module of its own:
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -274,12 +276,16 @@ class ResourceExplorer:
                        f"cannot tell which curve holds out there; a staged measurement (--checkpoint-slots "
                        f"{max(reached):,}) would")
             return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Beyond the trusted range, {why}.")
-        solve = Solve(start, s.max_plan_slots, entry.max_rate or 0.0)
+        # the last pass may grow the families' answer by their own agreement's margin, no further: a
+        # configuration that needs more rests on the efficiency's trend alone (and scanning to 100,000
+        # slots took the skew-aware policy most of a minute on q8)
+        limit = min(s.max_plan_slots, math.ceil(s.max_family_spread * start))
+        solve = Solve(start, limit, entry.max_rate or 0.0)
         planned = self._configure(ex, memory_mb, rate, solve, answers, model, fits)
         if planned.slots is None:
-            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Beyond the trusted range too, up to "
-                           f"{s.max_plan_slots:,} slots, no configuration reaches it: the share of their predicted "
-                           f"rate that the measured budgets reached declines faster than slots add.")
+            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Solved without their guard rails, the "
+                           f"families agree on {start:,} slots, but no configuration up to {limit:,} reaches the rate at "
+                           f"the share of its predicted rate the measured budgets reached.")
         return replace(planned, max_slots=entry.max_slots, max_rate=entry.max_rate, beyond_trusted=True,
                        checkpoint=f"--checkpoint-slots {planned.slots}")
 
