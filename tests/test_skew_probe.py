@@ -50,8 +50,9 @@ def test_probe_width_leaves_one_slot_to_every_other_operator_within_the_key_grou
 def test_family_risk_floor_is_the_share_of_families_planning_more():
     assert caveats.family_risk_floor({"linear": 100, "log": 170, "sqrt": 120}, 110) == pytest.approx(2 / 3)
     assert caveats.family_risk_floor({"linear": 100, "log": 100}, 110) == 0.0
-    # a family that does not reach the rate needs more than any budget
-    assert caveats.family_risk_floor({"linear": 100, "log": None}, 110) == 0.5
+    # a family with no answer within its guard rails says where it stops being trusted, not that it needs more
+    assert caveats.family_risk_floor({"linear": 100, "log": None}, 110) == 0.0
+    assert caveats.family_risk_floor({"linear": 100, "log": None, "sqrt": 187}, 110) == pytest.approx(1 / 3)
     assert caveats.family_risk_floor({}, 110) == 0.0
     assert caveats.family_risk_floor({"linear": 100}, None) == 0.0
 

@@ -38,11 +38,13 @@ this share of their quota (half the Flink testbed's 0.10, above which it discard
 
 
 def family_risk_floor(by_family: Mapping[str, int | None], slots: int | None) -> float:
-    """The share of the candidate families whose own plan needs more than ``slots`` (a family that
-    does not reach the rate counts as needing more); 0 without families or budget."""
+    """The share of the candidate families whose own plan needs more than ``slots``; 0 without families or
+    budget. A family with no answer (None) is not counted as larger: within its guard rails it says where
+    its curve stops being trusted, not that it needs more (counted, every linear plan of section A whose
+    concave families stop at 4-16 x the testbed read a 67 % risk)."""
     if slots is None or not by_family:
         return 0.0
-    larger = sum(1 for v in by_family.values() if v is None or v > slots)
+    larger = sum(1 for v in by_family.values() if v is not None and v > slots)
     return larger / len(by_family)
 
 
