@@ -264,3 +264,20 @@ def test_key_statistics_of_the_data_give_the_skew_the_runs_could_not(tmp_path):
     assert shown["data"]["hottest"] == pytest.approx(0.15)
     entry = plan.entry(4096)
     assert entry.slots is None and f"{agg} sustains at most" in entry.unreachable
+
+
+def test_a_plan_warns_when_its_measurements_were_disturbed_and_counts_them_in_its_risk(tmp_path):
+    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False)
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 2 * max(p.mst for p in ex.points)
+        calm = explorer.plan(ex, rate, [4096])
+        ex.points[0].repeated_windows = 2  # the testbed observed two windows again: its host was short of CPU
+        ex.points[1].cpu_shortfall = 0.08  # a window kept while its CPU groups waited for 8 % of their quota
+        disturbed = explorer.plan(ex, rate, [4096])
+    assert calm.warnings == () and len(disturbed.warnings) == 1
+    assert f"2 of the {len(ex.points)} measurements were disturbed" in disturbed.warnings[0]
+    share = 2 / len(ex.points)
+    before, after = calm.entry(4096), disturbed.entry(4096)
+    assert after.slots == before.slots  # a warning and a risk, not another budget
+    assert after.risk == pytest.approx(1 - (1 - before.risk) * (1 - share))
