@@ -44,6 +44,17 @@ class OperatorMetrics:
     """Records per second its inputs sent it (metrics/window.with_offered); what it did not take in
     piled up in the buffers in front of it (queued_share). None where the testbed or an older
     ledger does not say."""
+    cache_hit_rate: float | None = None
+    """Share of the operator's state reads served from memory, mean over its tasks. Flink's source:
+    RocksDB's block-cache counters, ``state.backend.rocksdb.metrics.block-cache-hit`` and
+    ``...block-cache-miss`` (hit / (hit + miss)), reported only by a job on the RocksDB state backend
+    with those metrics enabled; the simulated testbed derives it from its state model (the share of
+    the working set that fits the task's state memory). None: stateless, or not reported (the Flink
+    testbed does not read these metrics)."""
+    state_latency_ms: float | None = None
+    """Mean time a record spends on state reads that miss memory, ms. Flink's source: keyed-state
+    latency tracking (``state.latency-track.keyed-state-enabled``: per-state get/put latency
+    histograms); the sim's, its memory law. None: stateless, or not reported."""
 
     def to_dict(self) -> dict:
         return {
@@ -57,6 +68,8 @@ class OperatorMetrics:
             "task_busyness": list(self.task_busyness),
             "task_input": list(self.task_input),
             "offered_rate": self.offered_rate,
+            **({"cache_hit_rate": self.cache_hit_rate} if self.cache_hit_rate is not None else {}),
+            **({"state_latency_ms": self.state_latency_ms} if self.state_latency_ms is not None else {}),
         }
 
     @classmethod
@@ -72,6 +85,8 @@ class OperatorMetrics:
             task_busyness=tuple(float(x) for x in d.get("task_busyness", ())),
             task_input=tuple(float(x) for x in d.get("task_input", ())),
             offered_rate=None if d.get("offered_rate") is None else float(d["offered_rate"]),
+            cache_hit_rate=None if d.get("cache_hit_rate") is None else float(d["cache_hit_rate"]),
+            state_latency_ms=None if d.get("state_latency_ms") is None else float(d["state_latency_ms"]),
         )
 
 

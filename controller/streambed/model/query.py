@@ -79,12 +79,18 @@ class Budget:
 
     slots: int
     memory_mb: int
+    memory_by_operator: tuple[tuple[str, int], ...] = ()
+    """Memory per slot (MB) of the named operators' tasks, on a testbed that deploys per-operator
+    memory (TestbedInfo.operator_memory); the other operators' slots have ``memory_mb``."""
 
     def __post_init__(self) -> None:
         if self.slots < 1:
             raise UserError(f"slots: expected a positive integer, got {self.slots}")
         if self.memory_mb <= 0:
             raise UserError(f"memory: expected a positive number of MB per slot, got {self.memory_mb}")
+        for name, mb in self.memory_by_operator:
+            if mb <= 0:
+                raise UserError(f"memory of {name}: expected a positive number of MB per slot, got {mb}")
 
 
 @dataclass(frozen=True)

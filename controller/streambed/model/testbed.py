@@ -26,6 +26,9 @@ class TestbedInfo:
     """Whether the same calls give the same measurements (the simulated testbed). A resumed campaign
     then re-runs its recorded steps on it, discarding their results for the recorded ones, so that
     the testbed's state, and every measurement after the kill, is the uninterrupted campaign's."""
+    operator_memory: bool = False
+    """Whether the testbed deploys a memory per slot of its own to an operator's tasks
+    (Budget.memory_by_operator; Flink's fine-grained resource profiles). The simulated testbed does."""
 
     __test__ = False
 
@@ -40,6 +43,11 @@ class TestbedInfo:
     def check_budget(self, budget: Budget, *, memory_option: str = "memory", slots_option: str = "slots") -> None:
         """A budget the testbed can deploy: memory it offers, no more slots than it has."""
         self.check_memory(budget.memory_mb, memory_option)
+        if budget.memory_by_operator and not self.operator_memory:
+            raise UserError(f"{memory_option}: the {self.name} testbed deploys one memory per slot for every operator, "
+                            f"not per-operator memory")
+        for _, mb in budget.memory_by_operator:
+            self.check_memory(mb, memory_option)
         if budget.slots > self.max_slots:
             raise UserError(f"{slots_option}: uses {budget.slots} slots, the {self.name} testbed offers at most "
                             f"{self.max_slots}")

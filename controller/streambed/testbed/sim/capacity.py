@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -41,9 +42,12 @@ class CapacityModel:
     engine step, whose few-step buffer floor is part of the slack that absorbs a stall."""
 
     def __init__(self, profile: SimProfile, memory_mb: float, streams: dict[str, KeyedStream] | None = None,
-                 *, threshold: float = 0.998, dt: float = 0.1):
+                 *, threshold: float = 0.998, dt: float = 0.1,
+                 memory_by_operator: Mapping[str, float] | None = None):
         self.profile = profile
         self.memory_mb = float(memory_mb)
+        self.memory_by_operator = dict(memory_by_operator or {})
+        """Memory per slot of the named operators' tasks (per-operator memory); the others' is ``memory_mb``."""
         self.streams = streams if streams is not None else keyed_streams(profile)
         self.threshold = threshold
         self.dt = dt
@@ -82,7 +86,8 @@ class CapacityModel:
             return op.rate / divisor
         s = op.state
         return formulas.sustainable_task_rate(
-            op.rate / divisor, formulas.state_memory_mb(self.memory_mb, self.profile.state_fraction),
+            op.rate / divisor,
+            formulas.state_memory_mb(self.memory_by_operator.get(op.name, self.memory_mb), self.profile.state_fraction),
             s.working_set_mb, s.bytes_per_record, s.retention_s, s.miss_penalty, s.miss_exponent)
 
     def _max_share(self, op: OperatorSpec, parallelism: int) -> float:

@@ -23,7 +23,8 @@ second (``busyTimeMsPerSecond``, ``backPressuredTimeMsPerSecond``, 0-1000), reco
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 
@@ -65,6 +66,10 @@ class SampleLog:
     offered: list
     pending: list
     saturated: list
+    cache_hit_rate: list = field(default_factory=list)
+    """Per task, the share of its state accesses served from memory at the sample (NaN: stateless)."""
+    state_latency_ms: list = field(default_factory=list)
+    """Per task, the time a record spent on state reads that missed the cache, ms (NaN: stateless)."""
 
     @classmethod
     def empty(cls) -> "SampleLog":
@@ -75,18 +80,25 @@ class SampleLog:
 
 
 class Engine:
-    """One running job: a configuration of a profile on slots of ``memory_mb`` each."""
+    """One running job: a configuration of a profile on slots of ``memory_mb`` each, or, for the
+    operators ``memory_by_operator`` names, slots of the memory it gives them (per-operator memory, as
+    Flink's fine-grained resource management deploys it)."""
 
     def __init__(self, profile: SimProfile, configuration: Configuration, memory_mb: float, *,
                  seed: int, dt: float = 0.1, sample_period: float = 5.0, catch_up: float = 0.0,
                  speed_scale: float = 1.0, keyed_streams: dict[str, KeyedStream] | None = None,
-                 noise: bool = True, state_age_s: float = 0.0):
+                 noise: bool = True, state_age_s: float = 0.0,
+                 memory_by_operator: Mapping[str, float] | None = None):
         steps = sample_period / dt
         if abs(steps - round(steps)) > 1e-9:
             raise ValueError("sample_period must be a multiple of dt")
         self.profile = profile
         self.configuration = configuration
         self.memory_mb = float(memory_mb)
+        self.memory_by_operator = {k: float(v) for k, v in (memory_by_operator or {}).items()}
+        unknown = sorted(set(self.memory_by_operator) - {o.name for o in profile.operators})
+        if unknown:
+            raise ValueError(f"memory_by_operator names operators the profile does not have: {', '.join(unknown)}")
         self.dt = dt
         self.sample_period = sample_period
         self.steps_per_sample = int(round(steps))
@@ -182,7 +194,9 @@ class Engine:
         self.fire_cost = per_task([(o.window.fire_cost_s if o.window else 0.0) for o in ops]) * self.out_sigma
 
         # State and memory.
-        self.available_mb = formulas.state_memory_mb(self.memory_mb, prof.state_fraction)
+        self.task_memory_mb = per_task([self.memory_by_operator.get(o.name, self.memory_mb) for o in ops])
+        self.available_mb = formulas.state_memory_mb(self.task_memory_mb, prof.state_fraction)
+        self.stateful = per_task([o.state is not None for o in ops]) > 0
         st = [o.state for o in ops]
         self.ws_base = per_task([s.working_set_mb if s else 0.0 for s in st])
         self.ws_bpr = per_task([s.bytes_per_record if s else 0.0 for s in st])
@@ -212,6 +226,18 @@ class Engine:
         self._slow_elapsed = 0.0
         self._new_sample()
         self._update_slow_factors()
+
+    def set_memory_by_operator(self, memory_by_operator: Mapping[str, float]) -> None:
+        """Give the named operators' tasks slots of their own memory (the others keep ``memory_mb``),
+        effective at once (no random draw: a reference run stays the same run)."""
+        unknown = sorted(set(memory_by_operator) - set(self.op_names))
+        if unknown:
+            raise ValueError(f"memory_by_operator names operators the profile does not have: {', '.join(unknown)}")
+        self.memory_by_operator = {k: float(v) for k, v in memory_by_operator.items()}
+        self.task_memory_mb = np.repeat(np.array([self.memory_by_operator.get(n, self.memory_mb)
+                                                  for n in self.op_names]), self.parallelism)
+        self.available_mb = formulas.state_memory_mb(self.task_memory_mb, self.profile.state_fraction)
+        self._apply_laws()
 
     def clear_samples(self) -> None:
         self.samples = SampleLog.empty()
@@ -259,12 +285,21 @@ class Engine:
             phi = self.noise_phi
             self.noise_z = phi * self.noise_z + np.sqrt(1 - phi * phi) * self.rng.standard_normal(self.n_tasks)
         sig = self.noise_sigma
-        noise = np.exp(sig * self.noise_z - 0.5 * sig * sig)
+        self._noise_factor = np.exp(sig * self.noise_z - 0.5 * sig * sig)
+        self._apply_laws()
+
+    def _apply_laws(self) -> None:
+        """Each task's speed from its noise, warm-up and memory, at the last slow update's rates."""
+        noise = self._noise_factor
         # Stateless tasks have warmup_s = inf and speedup 1, so their fill does not matter.
         fill = formulas.state_fill(self.run_time, self.warmup_s)
         warm = formulas.warmup_speed(fill, self.warmup_speedup)
         ws = formulas.working_set_mb(self.ws_base, self.ws_bpr, self.rate_ema, self.ws_retention, fill)
         miss = formulas.miss_ratio(self.available_mb, ws)
+        # the state signals a RocksDB job reports (block-cache hit rate, state access latency)
+        self.cache_hit_rate = np.where(self.stateful, formulas.cache_hit_rate(self.available_mb, ws), np.nan)
+        self.state_latency_ms = np.where(self.stateful, formulas.state_access_latency_ms(
+            miss, self.miss_penalty, self.miss_exponent, self.base_rate), np.nan)
         self.memory_factor = 1.0 / formulas.memory_slowdown(miss, self.miss_penalty, self.miss_exponent)
         self.speed = self.base_rate * noise * warm * self.memory_factor
         self._inv_speed = 1.0 / np.maximum(self.speed, 1e-12)
@@ -404,4 +439,6 @@ class Engine:
         s.offered.append(self._acc_offered / period)
         s.pending.append(self.pending)
         s.saturated.append(self._acc_saturated / period)
+        s.cache_hit_rate.append(self.cache_hit_rate.copy())
+        s.state_latency_ms.append(self.state_latency_ms.copy())
         self._new_sample()

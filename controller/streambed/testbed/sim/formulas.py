@@ -42,6 +42,23 @@ def miss_ratio(available_mb: float, working_mb):
     return np.clip(r, 0.0, 1.0)
 
 
+def cache_hit_rate(available_mb, working_mb):
+    """Share of state accesses served from memory: the share of the working set that fits the task's
+    state memory (1 when it all fits). The sim's stand-in for RocksDB's block-cache hits over hits
+    plus misses."""
+    return 1.0 - miss_ratio(available_mb, working_mb)
+
+
+def state_access_latency_ms(miss, penalty, exponent, base_rate):
+    """Time a record spends on state reads that miss the cache, ms (one state access per record):
+    the per-record cost the memory law adds, penalty x miss ** exponent, in units of the task's
+    unslowed per-record time 1 / base_rate. 0 when the state fits."""
+    base = np.asarray(base_rate, dtype=float)
+    extra = np.asarray(penalty, dtype=float) * np.asarray(miss, dtype=float) ** np.asarray(exponent, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(base > 0, 1000.0 * extra / np.where(base > 0, base, 1.0), 0.0)
+
+
 def memory_slowdown(miss, penalty: float, exponent: float):
     """Cost multiplier per record: 1 + penalty x miss ** exponent (a miss costs a disk read)."""
     return 1.0 + penalty * np.asarray(miss, dtype=float) ** exponent

@@ -76,6 +76,7 @@ class SimTestbed:
             max_source_rate=self.profile.source_max_rate or TestbedInfo.max_source_rate,
             notes=("simulated testbed (stand-in for Flink): see docs/sim.md",),
             reproducible=True,
+            operator_memory=True,
         )
 
     def query(self, name: str) -> Query:
@@ -105,7 +106,8 @@ class SimTestbed:
         scale = self._speed_scale(configuration, seed)
         engine = Engine(self.profile, configuration, self._budget.memory_mb, seed=seed, dt=self.settings.dt,
                         sample_period=self.settings.sample_period, catch_up=self.settings.catch_up,
-                        speed_scale=scale, keyed_streams=streams, noise=self.settings.noise)
+                        speed_scale=scale, keyed_streams=streams, noise=self.settings.noise,
+                        memory_by_operator=dict(self._budget.memory_by_operator))
         engine.set_rate(rate)
         self._runs[run_id] = engine
         return Run(run_id, q, configuration, self._budget, self._clock, rate)
@@ -142,6 +144,7 @@ class SimTestbed:
         ops = window.operator_metrics(eng.op_names, eng.parallelism, busy, bp, rin, rout)
         ops = window.with_offered(ops, self._edge_shares, {om.operator: om.output_rate for om in ops},
                                   (eng.emitted_total - e0) / max(eng.time - t0, 1e-9))
+        ops = state_signals(ops, eng.parallelism, s.cache_hit_rate[idx], s.state_latency_ms[idx])
         return window.measurement(
             start=t0, end=eng.time, target_rate=eng.target_rate,
             # the rate is constant over the window: its offer is exact, free of summation noise
@@ -210,6 +213,23 @@ class SimTestbed:
             rng = np.random.default_rng(seed)
             scale *= float(np.exp(law.noise * rng.standard_normal() - 0.5 * law.noise ** 2))
         return scale
+
+
+def state_signals(ops, parallelism, hit_samples, latency_samples):
+    """The operators' metrics with their state signals: the window's mean over samples and tasks of
+    the cache hit rate and the state access latency (None for a stateless operator, which reports no
+    state metrics, as a Flink operator without keyed state reports no RocksDB metrics)."""
+    if not len(hit_samples):
+        return ops
+    hit, latency = np.mean(hit_samples, axis=0), np.mean(latency_samples, axis=0)
+    out, start = [], 0
+    for om, p in zip(ops, parallelism):
+        h, t = hit[start:start + p], latency[start:start + p]
+        start += p
+        stateless = bool(np.all(np.isnan(h)))
+        out.append(om if stateless else replace(om, cache_hit_rate=float(np.nanmean(h)),
+                                                state_latency_ms=float(np.nanmean(t))))
+    return tuple(out)
 
 
 def create(request: TestbedRequest, log: Callable[[str], None] | None = None) -> SimTestbed:
