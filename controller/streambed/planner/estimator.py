@@ -39,7 +39,8 @@ from typing import Callable, ContextManager, Protocol
 
 from ..errors import TestbedError, TestbedUnreachable, UserError
 from ..ledger import Ledger
-from ..model import Budget, Configuration, Measurement, queued_share
+from ..model import Budget, Configuration, Measurement
+from ..model.slo import STEADY_SHARE, SUSTAINED_RATIO, window_sustained
 from ..testbed.base import Run, Testbed
 
 
@@ -60,7 +61,7 @@ class Timing:
     max_iterations: int
     sensibility: float = 0.01
     """Stop when the next rate is within this fraction of the last."""
-    threshold: float = 0.99
+    threshold: float = SUSTAINED_RATIO
     """Success: achieved >= threshold x target (the rate limiter never exceeds 100 %)."""
     max_retries: int = 3
     """Failed windows tolerated per test before the estimate is given up."""
@@ -69,7 +70,7 @@ class Timing:
     max_cooldown_s: float = 600.0
     """A cooldown lasts until the job accepts the low rate again (its buffers have drained) and no
     operator task is busy (``recovered``), in cooldown_s steps, but no longer than this."""
-    steady_threshold: float = 0.998
+    steady_threshold: float = STEADY_SHARE
     """Steady state: over the whole observation the source emits at least this share of its offer."""
     steady_observe_s: float = 0.0
     """A window whose source fell behind (but by less than 1 - threshold) is observed in further
@@ -218,31 +219,22 @@ def recovered(trickle: Measurement, threshold: float) -> bool:
 
 
 def verdict(m: Measurement, timing: Timing, span_s: float = 0.0, observed_s: float | None = None) -> bool | None:
-    """Whether an observation at one rate sustained it: True, False, or None to observe longer.
+    """Whether an observation at one rate sustained it: True, False, or None to observe longer
+    (``model/slo.py:window_sustained`` with ``timing``'s thresholds).
 
-    The paper's test first (section IV: achieved >= threshold x target, and never a window the source
-    capped), with its definition of the MST read inside the job too: nothing piles up in front of an
-    operator (queued_share within ``max_queued``), judged over at least the query's state span
-    ``span_s`` (a window operator stops taking input while it fires and catches up before its next
-    firing: on the sim, q8's join read 5-6 % short in the 6-s windows that caught its firings);
-    then steady state, judged on pending
-    records as the paper's validation judges a deployment: a flat observation passes at once, one
-    whose source fell behind is observed until ``steady_observe_s`` and then must keep the shortfall
-    within 1 - steady_threshold.
+    The paper's test first, with its definition of the MST read inside the job too: nothing piles up
+    in front of an operator, judged over at least the query's state span ``span_s`` (a window
+    operator stops taking input while it fires and catches up before its next firing: on the sim,
+    q8's join read 5-6 % short in the 6-s windows that caught its firings); then steady state,
+    judged on pending records as the paper's validation judges a deployment.
 
     ``observed_s``: how long the estimator observed (default: the window's own length). A Flink
     window of 12 s holds rates between its first and last scrape, 11 s apart, so judged by its own
     length it would be observed once more for a 12-s state span."""
-    if m.source_saturated or not m.sustained(timing.threshold):
-        return False
     observed = m.end - m.start if observed_s is None else observed_s
-    if queued_share(m) > timing.max_queued:
-        return None if observed + 1e-9 < span_s else False
-    if timing.steady_observe_s <= 0 or m.shortfall <= timing.flat_shortfall:
-        return True
-    if observed + 1e-9 < timing.steady_observe_s:
-        return None
-    return m.shortfall <= 1.0 - timing.steady_threshold
+    return window_sustained(m, threshold=timing.threshold, max_queued=timing.max_queued,
+                            span_s=span_s, observed_s=observed, steady_observe_s=timing.steady_observe_s,
+                            flat_shortfall=timing.flat_shortfall, steady_share=timing.steady_threshold)
 
 
 PAPER_GROWTH = 2.0

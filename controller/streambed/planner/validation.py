@@ -18,6 +18,7 @@ from .estimator import NO_PHASES, Phases
 from ..ledger import Ledger
 from ..metrics.window import coefficient_of_variation, slope
 from ..model import Budget, Configuration, Measurement
+from ..model.slo import MAX_CV, MAX_PENDING_GROWTH, SUSTAINED_RATIO, mostly_source_saturated, plan_verdict, run_verdict
 from ..model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
                             UNSTABLE)
 from ..testbed.base import Testbed
@@ -30,11 +31,11 @@ class ValidationSettings:
     duration_s: float = 1800.0
     """The paper: 30 minutes (q1, q2, q11), 90 (q5), 120 (q8)."""
     window_s: float = 60.0
-    ratio: float = 0.99
+    ratio: float = SUSTAINED_RATIO
     """A run is sustained when its achieved/target ratio reaches this."""
-    max_cv: float = 0.05
+    max_cv: float = MAX_CV
     """Above this variation of the per-window ratio, a run that keeps up is unstable."""
-    max_pending_growth: float = 0.002
+    max_pending_growth: float = MAX_PENDING_GROWTH
     """Pending records may grow by at most this fraction of the target rate per second."""
 
 
@@ -52,7 +53,7 @@ class RunVerdict:
     @property
     def source_saturated(self) -> bool:
         """Whether the source could not emit its target in most judged windows."""
-        return 2 * sum(w.source_saturated for w in self.windows) > len(self.windows)
+        return mostly_source_saturated(self.windows)
 
     def to_dict(self) -> dict:
         return {"multiplier": self.multiplier, "target_rate": self.target_rate, "ratio": self.ratio, "cv": self.cv,
@@ -74,38 +75,14 @@ def judge_run(windows: Sequence[Measurement], multiplier: float, settings: Valid
     times = [w.start for w in windows] + [windows[-1].end]
     pending = [w.pending_start for w in windows] + [windows[-1].pending_end]
     growth = slope(times, pending) / target
-    if ratio >= settings.ratio and growth <= settings.max_pending_growth:
-        verdict = SUSTAINED if cv <= settings.max_cv else UNSTABLE
-    elif 2 * sum(w.source_saturated for w in windows) > len(windows):
-        verdict = SOURCE_LIMITED
-    else:
-        verdict = NOT_SUSTAINED
+    verdict = run_verdict(ratio, cv, growth, mostly_source_saturated(windows), min_ratio=settings.ratio,
+                          max_cv=settings.max_cv, max_pending_growth=settings.max_pending_growth)
     return RunVerdict(multiplier, target, ratio, cv, growth, verdict, list(windows))
 
 
 def judge_plan(runs: Sequence[RunVerdict]) -> str:
-    """The plan's verdict (section VIII): "not under-provisioned if it sustainably supports the requested
-    rate", "not over-provisioned if, when injecting a higher rate, the query shows signs of instability
-    or insufficient capacity".
-
-    * Under-provisioned: 100 % not sustained. A run that keeps up but wavers (unstable) still counts
-      as sustained at 100 % (the paper's q5 at 2 GB: instabilities later absorbed).
-    * Over-provisioned: a higher rate sustained without instability. An unstable run above 100 % is
-      a sign of instability, so it does not make the plan over-provisioned.
-    * A source-limited run says nothing about the plan: a verdict that depends on it is inconclusive,
-      as is one without a 100 % run that no higher run decides."""
-    by = {r.multiplier: r for r in runs}
-    above = [r for m, r in sorted(by.items()) if m > 1.0]
-    if any(r.verdict == SUSTAINED for r in above):
-        return OVER  # sustaining more than 100 % sustains 100 %
-    base = by.get(1.0)
-    if base is None:
-        return NO_BASE
-    if base.verdict == NOT_SUSTAINED:
-        return UNDER
-    if base.verdict == SOURCE_LIMITED or any(r.verdict == SOURCE_LIMITED for r in above):
-        return INCONCLUSIVE
-    return RIGHT
+    """The plan's verdict from its runs (``model/slo.py:plan_verdict``)."""
+    return plan_verdict({r.multiplier: r.verdict for r in runs})
 
 
 @dataclass

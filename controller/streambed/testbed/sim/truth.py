@@ -21,6 +21,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...model import Configuration, keygroups
+from ...model.slo import STEADY_SHARE
 from .capacity import AnalyticCapacityModel, capacity_model
 from .engine import Engine
 from .partitioning import keyed_streams
@@ -33,7 +34,7 @@ class TruthSettings:
     """Buffers and working sets settle; state starts full (see STATE_AGE_S)."""
     ramp_s: float = 30.0
     observe_s: float = 300.0
-    threshold: float = 0.998
+    threshold: float = STEADY_SHARE
     """The source must emit this share of its target: sustained means (almost) nothing piles up."""
     sensibility: float = 0.002
     """Bisection stops when the bracket is narrower than this fraction of the rate."""
