@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from .. import checks
@@ -65,6 +65,18 @@ class PlanEntry:
     ceiling: a plan to confirm with a staged measurement (``checkpoint``), not a bare unreachable."""
     checkpoint: str | None = None
     """The staged measurement that would confirm a beyond-trusted plan (``--checkpoint-slots N``)."""
+    memory_by_operator: dict[str, int] | None = None
+    """Per operator, the memory per slot its tasks need for this configuration to keep the rate, where
+    some need less than ``memory_mb`` (planner/memory.py); None: one memory per slot for all."""
+
+    @property
+    def total_memory_mb(self) -> int | None:
+        """Memory over all slots: per operator where ``memory_by_operator`` says, else slots x memory_mb."""
+        if self.slots is None:
+            return None
+        if self.memory_by_operator and self.configuration:
+            return sum(p * self.memory_by_operator.get(op, self.memory_mb) for op, p in self.configuration.items())
+        return self.slots * self.memory_mb
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -218,6 +230,14 @@ class Plan:
                                      integer(f"{at}.max_parallelism", e.get("max_parallelism"), optional=True),
                                      entry_model(f"{at}.model", e.get("model")), key_warning, tuple(unseen),
                                      beyond, staged))
+            per_operator = e.get("memory_by_operator")
+            if per_operator is not None:
+                if (not isinstance(per_operator, Mapping) or config is None
+                        or any(op not in config for op in per_operator)):
+                    raise fail(f"{at}.memory_by_operator", "an object operator (of the configuration) -> MB per slot",
+                               per_operator)
+                entries[-1] = replace(entries[-1], memory_by_operator={
+                    str(op): integer(f"{at}.memory_by_operator.{op}", mb) for op, mb in per_operator.items()})
         risk = number("risk", d.get("risk"), optional=True)
         warnings = d.get("warnings") or []
         if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
