@@ -141,7 +141,8 @@ def test_the_panels_read_the_metrics_the_controller_measures_with():
     from streambed.metrics import prometheus
 
     exprs = " ".join(q for _, q in dashboards.queries())
-    for metric in (prometheus.BUSY, prometheus.BACKPRESSURED, prometheus.PENDING):
+    names = prometheus.FLINK_METRICS
+    for metric in (names.busy, names.backpressured, names.pending):
         assert metric in exprs, metric
 
 

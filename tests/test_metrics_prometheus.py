@@ -10,8 +10,10 @@ import pytest
 from conftest import json_server
 
 from streambed.errors import MetricsMissing
-from streambed.metrics.prometheus import (BACKPRESSURED, BUSY, PENDING, RECORDS_IN, RECORDS_OUT, JobVertices,
-                                          PrometheusReader, WindowSeries, emitted_in_window, window_measurement)
+from streambed.metrics.prometheus import (FLINK_METRICS, JobVertices, MetricNames, PrometheusReader, WindowSeries,
+                                          emitted_in_window, window_measurement)
+
+BUSY, BACKPRESSURED, RECORDS_IN, RECORDS_OUT, PENDING = FLINK_METRICS.window_metrics()
 
 T0, T1 = 100.0, 130.0
 TIMES = [T0 + 1.0 + i for i in range(30)]  # one scrape a second, in (T0, T1]
@@ -189,17 +191,18 @@ def test_a_window_without_the_source_is_missing_metrics():
 @pytest.fixture
 def prometheus():
     """A stand-in for Prometheus' /api/v1/query: answers 503 ``fail_first`` times, then a matrix whose
-    values say which metric was asked (busy 1, back-pressured 2, in 3, out 4, pending 5)."""
-    value = {BUSY: 1, BACKPRESSURED: 2, RECORDS_IN: 3, RECORDS_OUT: 4, PENDING: 5}
-    state = {"queries": [], "fail_first": 0}
+    values say which metric was asked (busy 1, back-pressured 2, in 3, out 4, pending 5), labelled as
+    ``state["names"]`` (Flink's unless a test sets another engine's)."""
+    state = {"queries": [], "fail_first": 0, "names": FLINK_METRICS}
 
     def answer(path):
         params = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(path).query))
         state["queries"].append(params)
         if len(state["queries"]) <= state["fail_first"]:
             return 503, None
-        v = value[params["query"].split("{", 1)[0]]
-        result = [{"metric": {"task_id": "calc", "subtask_index": str(i), "job_id": "abc"},
+        names = state["names"]
+        v = 1 + names.window_metrics().index(params["query"].split("{", 1)[0])
+        result = [{"metric": {names.task_label: "calc", names.subtask_label: str(i), names.job_label: "abc"},
                    "values": [[1001.5, str(v * 10)], [1004.5, str(v * 40)]]} for i in (0, 1)]
         return 200, {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
@@ -219,6 +222,17 @@ def test_the_reader_asks_for_raw_samples_of_the_job_in_the_window(prometheus):
 def test_a_window_reads_each_metric_into_its_own_field(prometheus):
     url, _ = prometheus
     w = PrometheusReader(url, timeout_s=5).window("abc", 1000.0, 1005.0)
+    firsts = [f[("calc", "0")][0][1] for f in (w.busy, w.backpressured, w.records_in, w.records_out, w.pending)]
+    assert firsts == [10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_the_reader_asks_for_the_series_and_labels_its_engine_names(prometheus):
+    url, state = prometheus
+    other = MetricNames(busy="eng_busy_ms", backpressured="eng_blocked_ms", records_in="eng_in", records_out="eng_out",
+                        pending="eng_backlog", job_label="query_id", task_label="stage", subtask_label="partition")
+    state["names"] = other
+    w = PrometheusReader(url, timeout_s=5, names=other).window("abc", 1000.0, 1005.0)
+    assert [q["query"] for q in state["queries"]] == [f'{m}{{query_id="abc"}}[5000ms]' for m in other.window_metrics()]
     firsts = [f[("calc", "0")][0][1] for f in (w.busy, w.backpressured, w.records_in, w.records_out, w.pending)]
     assert firsts == [10.0, 20.0, 30.0, 40.0, 50.0]
 

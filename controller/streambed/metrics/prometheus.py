@@ -1,9 +1,10 @@
-"""Reading a Flink job's task metrics from Prometheus, and one window's raw series -> a Measurement.
+"""Reading a job's task metrics from Prometheus, and one window's raw series -> a Measurement.
 
 Two parts, kept apart so that the arithmetic can be tested without a server:
 
 * :class:`PrometheusReader` fetches the raw samples of a metric for a job inside a window, each with
-  its own scrape time, and retries an unreachable server until a deadline.
+  its own scrape time, and retries an unreachable server until a deadline. The engine supplies the
+  names of its series and labels (:class:`MetricNames`; :data:`FLINK_METRICS` for Flink).
 * :func:`window_measurement` is pure: the window's counters (:class:`WindowSeries`) and which Flink
   vertices are the planner's operators (:class:`JobVertices`) -> the window's Measurement, through
   :mod:`streambed.metrics.window`. Rates are counter differences between the first and last samples
@@ -21,20 +22,46 @@ import numpy as np
 
 from ..errors import MetricsMissing, TestbedUnreachable
 from ..model import Measurement
+from ..model.slo import SUSTAINED_RATIO
 from . import window
 
 TaskKey = tuple[str, str]
-"""(task id, subtask index): one task of a job, as Flink's reporter labels it."""
+"""(task id, subtask index): one task of a job, as the engine's reporter labels it."""
 Samples = list[tuple[float, float]]
 """(scrape time, value) pairs, in time order."""
 TaskSeries = Mapping[TaskKey, Samples]
 
-BUSY = "flink_taskmanager_job_task_accumulateBusyTimeMs"
-BACKPRESSURED = "flink_taskmanager_job_task_accumulateBackPressuredTimeMs"
-RECORDS_IN = "flink_taskmanager_job_task_numRecordsIn"
-RECORDS_OUT = "flink_taskmanager_job_task_numRecordsOut"
-PENDING = "flink_taskmanager_job_task_operator_pendingRecords"
-"""The source's own gauge: records its rate limiter has not emitted yet."""
+
+@dataclass(frozen=True)
+class MetricNames:
+    """What an engine's Prometheus reporter calls the series a window's measurement needs, and the
+    labels that name a job, a task and a subtask. Every series is per task."""
+
+    busy: str
+    """Accumulated busy time (ms)."""
+    backpressured: str
+    """Accumulated back-pressured time (ms)."""
+    records_in: str
+    records_out: str
+    pending: str
+    """The source's own gauge: records its rate limiter has not emitted yet."""
+    job_label: str = "job_id"
+    task_label: str = "task_id"
+    subtask_label: str = "subtask_index"
+
+    def window_metrics(self) -> tuple[str, str, str, str, str]:
+        """The series of a window, in WindowSeries' field order."""
+        return self.busy, self.backpressured, self.records_in, self.records_out, self.pending
+
+
+FLINK_METRICS = MetricNames(
+    busy="flink_taskmanager_job_task_accumulateBusyTimeMs",
+    backpressured="flink_taskmanager_job_task_accumulateBackPressuredTimeMs",
+    records_in="flink_taskmanager_job_task_numRecordsIn",
+    records_out="flink_taskmanager_job_task_numRecordsOut",
+    pending="flink_taskmanager_job_task_operator_pendingRecords",
+)
+"""Flink's PrometheusReporter names (the StreamBed job's source registers pendingRecords)."""
 
 ATTEMPT_S = 10.0
 """Longest wait for one answer of Prometheus (a window's query answers in milliseconds)."""
@@ -76,7 +103,7 @@ def source_capped(achieved: float, target: float, busy: float, backpressured: fl
     explains. In the third the job did not slow the source (no back-pressure, nothing busy), yet it
     fell behind: at 0.12 core, q8's source fell 1 % short at 18,776 events/s with its
     back-pressure at 0.05 and no operator task busier than 0.04 (docs/flink-testbed.md)."""
-    if achieved >= 0.99 * target:
+    if achieved >= SUSTAINED_RATIO * target:
         return False
     if busiest_task < OPERATORS_IDLE and (busy + backpressured > SATURATED_BUSY or backpressured < SOURCE_UNHELD):
         return True
@@ -110,11 +137,13 @@ class WindowSeries:
 class PrometheusReader:
     """Raw samples of a Prometheus server, retried until ``timeout_s`` has passed."""
 
-    def __init__(self, url: str, timeout_s: float = 30.0, attempt_s: float = ATTEMPT_S):
+    def __init__(self, url: str, timeout_s: float = 30.0, attempt_s: float = ATTEMPT_S,
+                 names: MetricNames = FLINK_METRICS):
         from prometheus_api_client import PrometheusConnect  # the client imports slowly; only a Flink testbed needs it
         from urllib3.util.retry import Retry
 
         self.url = url
+        self.names = names
         self.timeout_s = timeout_s
         # Several attempts fit in the deadline, however short: a server that answers late is retried.
         self.attempt_s = min(attempt_s, timeout_s / 3)
@@ -127,7 +156,7 @@ class PrometheusReader:
         A range selector evaluated at t1 returns the samples with their own scrape times; a range
         query would stamp them with step-aligned evaluation times, an error of up to one scrape
         interval at each end of a window a few seconds long."""
-        q = f'{metric}{{job_id="{job_id}"}}[{max(1, math.ceil((t1 - t0) * 1000))}ms]'
+        q = f'{metric}{{{self.names.job_label}="{job_id}"}}[{max(1, math.ceil((t1 - t0) * 1000))}ms]'
         # Attempts of attempt_s each (the client's own timeout), none started past the deadline.
         deadline = time.monotonic() + self.timeout_s
         while True:
@@ -142,14 +171,13 @@ class PrometheusReader:
         out = {}
         for s in data:
             lab = s["metric"]
-            key = (lab.get("task_id", ""), lab.get("subtask_index", "0"))
+            key = (lab.get(self.names.task_label, ""), lab.get(self.names.subtask_label, "0"))
             out[key] = [(float(t), float(v)) for t, v in s["values"]]
         return out
 
     def window(self, job_id: str, t0: float, t1: float) -> WindowSeries:
         """Every series a window's measurement needs."""
-        return WindowSeries(*(self.series(metric, job_id, t0, t1)
-                              for metric in (BUSY, BACKPRESSURED, RECORDS_IN, RECORDS_OUT, PENDING)))
+        return WindowSeries(*(self.series(metric, job_id, t0, t1) for metric in self.names.window_metrics()))
 
 
 def window_measurement(series: WindowSeries, vertices: JobVertices, *, job: str, t0: float, t1: float,

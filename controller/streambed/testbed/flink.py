@@ -36,7 +36,7 @@ import requests
 
 from ..errors import (JobFailed, JobRestarted, MetricsMissing, QueryRejected, TaskManagerLost, TestbedUnreachable,
                       UserError)
-from ..metrics.prometheus import JobVertices, PrometheusReader, window_measurement
+from ..metrics.prometheus import FLINK_METRICS, JobVertices, PrometheusReader, window_measurement
 from ..model import SOURCE, Budget, Configuration, Measurement, Query, TestbedInfo, state_span
 from .base import Run
 from .pressure import CpuReader, DisturbanceSettings, contention, undisturbed
@@ -186,7 +186,7 @@ class FlinkTestbed:
         """Whether the cluster was searched for jobs an earlier campaign left (at the first lack of slots)."""
         self._runs: dict[str, dict] = {}
         self._counter = 0
-        self.prometheus = PrometheusReader(settings.prometheus_url, timeout_s=settings.timeout_s)
+        self.prometheus = PrometheusReader(settings.prometheus_url, timeout_s=settings.timeout_s, names=FLINK_METRICS)
 
     # -- Testbed protocol ------------------------------------------------------------------------
 
