@@ -45,8 +45,6 @@ KINDS = ("person", "auction", "bid")
 """Nexmark event kinds, in event_type order (0, 1, 2)."""
 DEFAULT_LAKE = Path("datalake")
 """The lake directory when none is given (``--lake``, ``DATALAKE=``), relative to the working directory."""
-QUERIES_DIR = Path("flink") / "queries"
-"""Where a query's SQL is when a data command checks that a data set fits it."""
 KAFKA_NODE_RATE = 1.2e6
 """Events/s one SSD-bound Kafka node serves to the replay (paper, section VIII)."""
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")

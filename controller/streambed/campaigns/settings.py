@@ -23,6 +23,10 @@ DEFAULT_MEMORY_MB = 4096
 DEFAULT_RATE_MULTIPLE = 10.0
 """Without a requested rate, a plan targets this multiple of the testbed's largest measured MST."""
 
+DEFAULT_QUERIES_DIR = Path("flink") / "queries"
+"""Where the data commands read a query's SQL (``--queries-dir``), relative to the working directory:
+the Flink engine's queries (a deployed testbed reads its own, ``streambed_queries_dir`` of its inventory)."""
+
 PRODUCTION_SLOTS = 100_000
 """Slots of the simulated production cluster a plan is validated on."""
 

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from .. import dataset as ds
+from ..campaigns.settings import DEFAULT_QUERIES_DIR
 from ..errors import UserError
 from ..extras import missing_extra
 from ..planner.estimator import DEFAULT_TIMING, TIMINGS, Timing
@@ -48,8 +49,8 @@ def _generate_parser(dsub, lake_option, spark_option) -> None:
                           "choose about the rate you will replay at, auction lengths follow it)")
     gen.add_argument("--name", help="data set name (default: nexmark-<events>-seed<seed>)")
     gen.add_argument("--query", help="check that the data set holds the events this query reads")
-    gen.add_argument("--queries-dir", type=Path, default=ds.QUERIES_DIR, help=f"where --query's SQL is "
-                                                                             f"(default {ds.QUERIES_DIR})")
+    gen.add_argument("--queries-dir", type=Path, default=DEFAULT_QUERIES_DIR,
+                     help=f"where --query's SQL is (default {DEFAULT_QUERIES_DIR})")
     gen.add_argument("--formats", default="json,parquet", help="json, parquet or both (default)")
     gen.add_argument("--partitions", type=count, help="files per million events (default: Spark's parallelism)")
     lake_option(gen)
@@ -67,8 +68,8 @@ def _register_parser(dsub, lake_option, spark_option) -> None:
     reg.add_argument("--kind", help="person, auction or bid: each row is an event of this kind (flat columns); "
                                     "without it the data needs the datagen layout (event_type, person, auction, bid)")
     reg.add_argument("--query", help="check that the data set holds the events this query reads")
-    reg.add_argument("--queries-dir", type=Path, default=ds.QUERIES_DIR, help=f"where --query's SQL is "
-                                                                             f"(default {ds.QUERIES_DIR})")
+    reg.add_argument("--queries-dir", type=Path, default=DEFAULT_QUERIES_DIR,
+                     help=f"where --query's SQL is (default {DEFAULT_QUERIES_DIR})")
     lake_option(reg)
     spark_option(reg)
     output_options(reg)
@@ -250,8 +251,8 @@ def _keys_parser(dsub, lake_option, spark_option) -> None:
     keys.add_argument("--query", required=True, help="the query, e.g. q5")
     keys.add_argument("--input", required=True, help="the data set (name in --lake, or a path)")
     keys.add_argument("--out", type=Path, help="the statistics file (default: <data set>/keys/<query>.json)")
-    keys.add_argument("--queries-dir", type=Path, default=ds.QUERIES_DIR, help=f"where the queries' SQL files are "
-                                                                              f"(default {ds.QUERIES_DIR})")
+    keys.add_argument("--queries-dir", type=Path, default=DEFAULT_QUERIES_DIR,
+                      help=f"where the queries' SQL files are (default {DEFAULT_QUERIES_DIR})")
     lake_option(keys)
     spark_option(keys)
     output_options(keys)
