@@ -94,6 +94,15 @@ class CompareCampaign:
         t = self.settings.campaign.testbed
         return GroundTruth(load_profile(t.profile or self.settings.campaign.query, option="--profile"))
 
+    def _truth_for(self, sizing: Sizing):
+        """The judge of a sizing: with its per-operator memory where it has one (each operator's tasks
+        on slots of their own memory), else the campaign's ground truth."""
+        if not sizing.memory_by_operator:
+            return self.truth
+        from ..testbed.sim.operator_memory import OperatorMemoryTruth
+
+        return OperatorMemoryTruth(self.truth.profile, sizing.memory_by_operator, self.truth.settings)
+
     def params(self) -> dict:
         c, s = self.settings.campaign, self.settings
         return {"testbed": c.testbed.name, "query": self.query.name, "rate": s.rate, "methods": list(self.methods),
@@ -141,8 +150,8 @@ class CompareCampaign:
         else:
             self.status(f"{sizing.method}: judging its configuration by the sim's ground truth")
             mp = sizing.detail.get("max_parallelism") if isinstance(sizing.detail, Mapping) else None
-            truth = self.truth.configuration_mst(Configuration.of(self.query, dict(sizing.configuration), mp),
-                                                 sizing.memory_mb)
+            truth = self._truth_for(sizing).configuration_mst(
+                Configuration.of(self.query, dict(sizing.configuration), mp), sizing.memory_mb)
             mst, bottleneck = truth.mst, truth.bottleneck
             what = verdict(mst, sizing.rate)
         return {"method": sizing.method, "verdict": what, "slots": sizing.slots, "memory_mb": sizing.memory_mb,

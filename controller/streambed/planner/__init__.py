@@ -19,6 +19,7 @@ PLANNERS: dict[str, str] = {
     "imai": "imai:Imai",  # Imai et al.'s MST models 1 and 2, chosen by validation points
     "rafiki": "rafiki:Rafiki",  # Rafiki's back-pressure profiling and capacity table
     "learned": "learned:LearnedCostModel",  # PDSP-Bench's learned cost models (LR, MLP, forest, graph) over the plan graph
+    "justin": "justin:Justin",  # Justin's hybrid scaling: DS2's loop, memory levels where the state does not fit
 }
 """Method name (the --methods option of ``streambed compare``) -> "module:Class": a module of this package,
 or a dotted module path anywhere (a method kept outside the package, a test double)."""
