@@ -734,6 +734,14 @@ def test_component_commands_json(tmp_path, argv, keys):
         assert d["mst"] > 0.8 * d["predicted_rate"]
 
 
+def test_explore_reports_its_stop_and_calls_as_its_json_has_them(tmp_path):
+    proc = streambed("explore", "--query", "paper-q1-linear", "--profiles", "4096", "--max-measurements", "6", *QUICK,
+                     "--json", cwd=tmp_path, columns=400, timeout=120)
+    d = json_result(proc)
+    assert (f"stop: {d['stop_reason']}; model by the split rule: {d['family']}; {d['optimizer_calls']} optimizer "
+            f"calls, {d['estimator_calls']} estimator calls") in proc.stderr
+
+
 def test_validate_a_written_plan(tmp_path):
     plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
             "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,

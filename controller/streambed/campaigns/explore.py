@@ -4,7 +4,7 @@ the surrogate model (paper section VI)."""
 from __future__ import annotations
 
 from ..planner.estimator import NO_PHASES, Phases, Timing
-from ..planner.exploration import ExplorationPoint
+from ..planner.exploration import Exploration, ExplorationPoint
 from ..planner.explorer import check_search_space
 from ..planner.policies import PAPER_POLICY, policy_named
 from .base import Advance, Log, ignore, input_params, open_ledger, testbed_of
@@ -48,13 +48,13 @@ class ExploreCampaign:
             params["policy"] = s.policy
         return params | input_params(c)
 
-    def run(self, advance: Advance = ignore) -> dict:
+    def run(self, advance: Advance = ignore) -> Exploration:
+        """The exploration, also the ledger's result (``Exploration.to_dict``)."""
         s = self.settings
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             chain = assemble(self.testbed, ledger, self.query.name, self.timing, policy=s.policy,
                              explorer=s.explorer(), log=self.log, phases=self.phases)
             ex = chain.explorer.explore(self.memories, lambda p: advance(point_line(p)))
             ex.estimator_calls, ex.testbed_seconds = chain.estimator.calls, chain.estimator.testbed_seconds
-            data = ex.to_dict()
-            ledger.set_result(data)
-        return data
+            ledger.set_result(ex.to_dict())
+        return ex

@@ -68,11 +68,12 @@ def cmd_explore(args, out: Output) -> None:
     from ..campaigns.explore import ExploreCampaign
     from ..report.tables import exploration_table
 
-    data = run(ExploreCampaign(_settings(ExploreSettings, args), **logs(args, out)), out)
+    ex = run(ExploreCampaign(_settings(ExploreSettings, args), **logs(args, out)), out)
+    data = ex.to_dict()
     exploration_table(out, data)
-    out.info(f"stop: {data['stop_reason']}; model by the split rule: {data['family']}; "
-             f"{data['optimizer_calls']} optimizer calls, {data['estimator_calls']} estimator calls, "
-             f"{data['testbed_seconds'] / 60:.0f} min of testbed")
+    out.info(f"stop: {ex.stop_reason}; model by the split rule: {ex.family}; "
+             f"{ex.optimizer_calls} optimizer calls, {ex.estimator_calls} estimator calls, "
+             f"{ex.testbed_seconds / 60:.0f} min of testbed")
     out.result(data)
 
 
