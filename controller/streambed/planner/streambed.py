@@ -5,7 +5,10 @@ Estimator (paper sections IV-VI), then the inverse solve of its model for the ra
 The chain is wired as a plan campaign wires it (estimator -> optimizer -> explorer), every window
 through a ledger of its own in a temporary directory that is gone once the exploration ends: a
 method compared with others keeps its evidence, not its ledger. The sizing is the plan's entry with
-the least total memory (slots x memory per slot) among the memories that reach the rate.
+the least total memory among the memories that reach the rate: slots x memory per slot, or, where
+the single-task runs show a smaller memory keeping some operators at the rate, each operator's tasks
+at the memory they need (planner/memory.py; Sizing.memory_by_operator), with what that saves against
+the best one size for all in the sizing's notes.
 
 Options (``PlanningRequest.options``): ``timing`` (an estimator timing, planner/estimator.py:TIMINGS),
 ``policy`` (a configuration policy, planner/policies:POLICIES), ``safety`` and ``risk``
@@ -15,7 +18,7 @@ Options (``PlanningRequest.options``): ``timing`` (an estimator timing, planner/
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..errors import UserError
@@ -26,6 +29,7 @@ from .base import Log, PlanningRequest, Sizing, Step, silent
 from .estimator import DEFAULT_TIMING, CapacityEstimator, Timing
 from .exploration import Exploration, ExplorerSettings
 from .explorer import ResourceExplorer, check_search_space
+from .memory import operator_memory, saving_line
 from .optimizer import ConfigurationOptimizer
 from .policies import DEFAULT_POLICY, policy_named
 
@@ -64,9 +68,35 @@ def explorer_settings(request: PlanningRequest) -> ExplorerSettings:
                             search=str(o.get("search", base.search)))
 
 
+def with_memory_per_operator(plan: Plan, explorer: ResourceExplorer, exploration: Exploration) -> Plan:
+    """The plan with, on each entry some of whose operators a smaller memory per slot keeps at the
+    rate, each operator's memory (planner/memory.py): from the single-task metrics of every memory
+    measured, each operator's busiest-task imbalance in the entry's own metrics, and the plan's safety
+    factor. An operator whose single-task rate does not depend on memory gets the smallest."""
+    by_memory = explorer.optimizer.measured_single_task()
+    if len(by_memory) < 2:
+        return plan
+    entries = []
+    for e in plan.entries:
+        if e.slots is None or e.memory_mb not in by_memory or not e.configuration:
+            entries.append(e)
+            continue
+        imbalance = {n: r.imbalance for n, r in explorer.final_metrics(exploration, e.memory_mb)[0].operators}
+        chosen = operator_memory(by_memory, e.configuration, plan.rate, e.memory_mb,
+                                 margin=plan.safety if plan.risk is None else 1.0, imbalance=imbalance)
+        entries.append(replace(e, memory_by_operator=chosen) if any(mb < e.memory_mb for mb in chosen.values()) else e)
+    return replace(plan, entries=tuple(entries))
+
+
 def smallest_memory(plan: Plan) -> PlanEntry | None:
-    """The entry that reaches the rate with the least total memory (slots x memory per slot; fewer
-    slots on a tie); None when no memory per slot reaches it."""
+    """The entry that reaches the rate with the least total memory (slots x memory per slot, or per
+    operator where the entry says; fewer slots on a tie); None when no memory per slot reaches it."""
+    reached = [e for e in plan.entries if e.slots is not None]
+    return min(reached, key=lambda e: (e.total_memory_mb, e.slots)) if reached else None
+
+
+def one_size(plan: Plan) -> PlanEntry | None:
+    """The entry with the least slots x memory per slot: the best one size for all."""
     reached = [e for e in plan.entries if e.slots is not None]
     return min(reached, key=lambda e: (e.slots * e.memory_mb, e.slots)) if reached else None
 
@@ -102,6 +132,7 @@ class StreamBedPlanner:
 
     def plan(self, evidence: StreamBedEvidence, request: PlanningRequest) -> Sizing:
         plan = evidence.explorer.plan(evidence.exploration, request.rate, evidence.memories)
+        plan = with_memory_per_operator(plan, evidence.explorer, evidence.exploration)
         entry = smallest_memory(plan)
         steps = tuple(Step(p.slots, p.memory_mb, dict(p.configuration), p.mst, p.testbed_seconds, p.phase)
                       for p in evidence.exploration.points)
@@ -113,5 +144,10 @@ class StreamBedPlanner:
             return Sizing(self.name, request.query, request.rate, None, None, None, unreachable=why, **common)
         notes = (*plan.warnings, *((entry.key_warning,) if entry.key_warning else ()), *entry.unseen,
                  *((f"beyond the model's trusted range: confirm with {entry.checkpoint}",) if entry.beyond_trusted else ()))
+        single = one_size(plan)
+        if entry.memory_by_operator and single is not None:
+            notes = (*notes, saving_line(entry.total_memory_mb, single.slots * single.memory_mb,
+                                         f"{single.slots} slots of {single.memory_mb} MB"))
         return Sizing(self.name, request.query, request.rate, entry.slots, entry.memory_mb, dict(entry.configuration),
+                      memory_by_operator=dict(entry.memory_by_operator) if entry.memory_by_operator else None,
                       notes=notes, **common)

@@ -1,0 +1,64 @@
+"""Memory per operator in StreamBed's plans (planner/memory.py, planner/streambed.py): each operator
+gets the smallest memory per slot whose measured rate keeps the configuration at the rate."""
+
+from __future__ import annotations
+
+import pytest
+
+from streambed.model import Plan, PlanEntry, SingleTaskMetrics
+from streambed.model.measurement import OperatorRates
+from streambed.planner.memory import operator_capacity, operator_memory, saving_line, total_memory_mb
+from streambed.planner.streambed import one_size, smallest_memory
+
+
+def metrics(memory_mb: int, **rates: float) -> SingleTaskMetrics:
+    """Hand-made single-task metrics: every operator takes one record per source event."""
+    return SingleTaskMetrics("q", memory_mb, tuple((n, OperatorRates(r, 1.0)) for n, r in rates.items()))
+
+
+# a stateless map, whose rate memory does not change, and a join whose state fits only 2048 MB
+BY_MEMORY = {512: metrics(512, map=100_000, join=5_000), 1024: metrics(1024, map=100_000, join=12_000),
+             2048: metrics(2048, map=100_000, join=200_000)}
+
+
+def test_each_operator_gets_the_smallest_memory_that_keeps_it_at_the_rate():
+    chosen = operator_memory(BY_MEMORY, {"map": 1, "join": 1}, 50_000, 2048)
+    assert chosen == {"map": 512, "join": 2048}
+
+
+def test_more_tasks_can_make_a_smaller_memory_enough():
+    # five join tasks of 12,000 records/s at 1024 MB take 50,000; four do not
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048)["join"] == 1024
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 4}, 50_000, 2048)["join"] == 2048
+
+
+def test_the_margin_and_the_busiest_task_count():
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, margin=1.3)["join"] == 2048
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, imbalance={"join": 1.5})["join"] == 2048
+    assert operator_capacity(5, 12_000, 1.5) == pytest.approx(40_000)
+    assert operator_capacity(5, 12_000, 0.5) == 60_000  # an imbalance below 1 is no imbalance
+
+
+def test_never_above_the_plans_one_size_and_kept_there_when_nothing_smaller_does():
+    chosen = operator_memory(BY_MEMORY, {"map": 1, "join": 1}, 50_000, 1024)
+    assert chosen == {"map": 512, "join": 1024}  # 1024 does not keep the join either: the plan's size stays
+    with pytest.raises(ValueError, match="4096"):
+        operator_memory(BY_MEMORY, {"map": 1, "join": 1}, 50_000, 4096)
+
+
+def test_total_and_saving():
+    assert total_memory_mb({"map": 2, "join": 1}, {"map": 512, "join": 2048}, 2048) == 3072
+    assert total_memory_mb({"map": 2, "join": 1}, {}, 2048) == 6144
+    assert saving_line(3072, 6144, "3 slots of 2048 MB") == \
+        "memory per operator: 3,072 MB in total against 6,144 MB for 3 slots of 2048 MB (3,072 MB, 50% less)"
+
+
+def test_the_plan_picks_the_entry_with_the_least_memory_per_operator_and_names_the_one_size():
+    small = PlanEntry(512, 11, 1.0, {"map": 1, "join": 10}, None)                       # 5,632 MB
+    large = PlanEntry(2048, 3, 1.0, {"map": 2, "join": 1}, None,
+                      memory_by_operator={"map": 512, "join": 2048})                    # 3,072 MB
+    plan = Plan("q", 50_000, 1.0, "linear", {}, (small, large))
+    assert large.total_memory_mb == 3072 and small.total_memory_mb == 5632
+    assert smallest_memory(plan) is large
+    assert one_size(plan) is small  # one size for all: 11 x 512 = 5,632 MB against 3 x 2048 = 6,144
+    assert Plan.from_dict(plan.to_dict()).entries[1].memory_by_operator == {"map": 512, "join": 2048}
