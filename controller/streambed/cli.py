@@ -12,7 +12,8 @@ from typing import Sequence
 
 from . import __version__
 from .checks import shown
-from .commands import analytics, compare, data, estimate, explore, infra, ledger, measure, nodes, records, report, sim, testbed, validate
+from .commands import (analytics, compare, data, estimate, explore, infra, ledger, measure, nodes, optimize, plan, records,
+                       report, sim, testbed, validate)
 from .commands.args import Parser
 from .errors import StreamBedError
 from .extras import missing_extra
@@ -21,8 +22,8 @@ from .report.console import Output
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 
-COMMANDS = (sim, measure, estimate, explore, validate, records, testbed, infra, ledger, data, analytics, nodes, report,
-            compare)
+COMMANDS = (sim, measure, estimate, optimize, explore, plan, validate, records, testbed, infra, ledger, data, analytics,
+            nodes, report, compare)
 """Each command module registers its subcommands (parser and handler); a new command is one module here."""
 
 

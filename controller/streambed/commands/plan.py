@@ -1,0 +1,58 @@
+"""``streambed plan``: exploration, then the budget and configuration for a target rate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..campaigns.settings import PlanSettings
+from ..report.console import Output
+from .args import multiple, rate, risk, safety, slots
+from .common import campaign_options, guard_options, input_options, logs, output_options, planner_options, run
+from .explore import explorer_options, explorer_settings
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("plan", help="plan the budget and configuration for a target rate")
+    explorer_options(sp)
+    sp.add_argument("--rate", type=rate,
+                    help="target events/s, e.g. 2.5e6 (default: --rate-multiple x the MST measured on the testbed's "
+                         "largest budget)")
+    sp.add_argument("--rate-multiple", type=multiple, default=PlanSettings.rate_multiple,
+                    help="without --rate, plan for this many times the MST measured on the testbed's largest budget")
+    sp.add_argument("--safety", type=safety, default=PlanSettings.safety,
+                    help="over-provisioning factor (paper: 1.10)")
+    sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
+                    help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")
+    guard_options(sp, PlanSettings)
+    sp.add_argument("--checkpoint-slots", type=slots,
+                    help="a cluster of this many slots (part of production) measures where the candidate families "
+                         "disagree or the rate is unreachable, and the plan is made again (default: none)")
+    sp.add_argument("--checkpoint-inventory", type=Path,
+                    help="flink: the inventory of that cluster (default: the testbed's)")
+    sp.add_argument("--key-stats", type=Path,
+                    help="key statistics of the data set replayed (streambed data keys): the skew model uses the more "
+                         "pessimistic of them and the skew inferred from the tasks (default: inferred only)")
+    sp.add_argument("--no-skew-probes", dest="skew_probes", action="store_false",
+                    help="do not measure a keyed operator planned far wider than the testbed ran it at the testbed's "
+                         "widest before trusting its key skew")
+    campaign_options(sp, "plan", testbed_size=True)
+    input_options(sp)
+    planner_options(sp)
+    output_options(sp)
+    sp.set_defaults(func=cmd_plan)
+
+
+def cmd_plan(args, out: Output) -> None:
+    from ..campaigns.plan import PlanCampaign
+    from ..report.tables import plan_tables
+
+    settings = explorer_settings(PlanSettings, args, rate=args.rate, rate_multiple=args.rate_multiple,
+                                 safety=args.safety, max_extrapolation=args.max_extrapolation,
+                                 min_marginal=args.min_marginal, risk=args.risk, checkpoint_slots=args.checkpoint_slots,
+                                 checkpoint_inventory=args.checkpoint_inventory, key_stats=args.key_stats,
+                                 skew_probes=args.skew_probes)
+    data = run(PlanCampaign(settings, **logs(args, out)), out)
+    plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
+    out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")
+    out.info("written: " + ", ".join(data["files"].values()))
+    out.result(data)
