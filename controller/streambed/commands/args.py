@@ -9,6 +9,7 @@ from .. import checks
 from ..checks import DefaultsHelp, Parser  # noqa: F401  (the commands' parser, shared with the Spark jobs)
 from ..errors import UserError
 from ..model import MAX_PLAN_SLOTS
+from ..model.catchup import parse_catch_up
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9}
 
@@ -126,6 +127,19 @@ def non_negative_seconds(text: str) -> float:
     if not 0.0 <= value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"expected seconds from 0 to {MAX_SECONDS:,.0f} (a week), got {text!r:.60}")
     return value
+
+
+def catch_up(text: str) -> tuple[float, float]:
+    """'B/T' such as 300s/600s or 5m/30m (units s, m, h; none: seconds): a backlog of B >= 0 seconds of
+    input drained within T > 0 seconds, each at most MAX_SECONDS."""
+    try:
+        backlog, within = parse_catch_up(text)
+    except checks.Invalid:
+        backlog, within = -1.0, 0.0
+    if not (0.0 <= backlog <= MAX_SECONDS and 0.0 < within <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(f"expected B/T, a backlog B >= 0 drained within T > 0 (units s, m or h, "
+                                         f"each at most a week) such as 300s/600s, got {text!r:.60}")
+    return backlog, within
 
 
 def non_negative_number(text: str) -> float:

@@ -29,6 +29,10 @@ class TestbedInfo:
     operator_memory: bool = False
     """Whether the testbed deploys a memory per slot of its own to an operator's tasks
     (Budget.memory_by_operator; Flink's fine-grained resource profiles). The simulated testbed does."""
+    backlog_start: bool = False
+    """Whether ``start`` takes ``backlog_s``: the job starts with that many seconds of input at its rate
+    already queued in the source (a restart's backlog), read as fast as the job accepts. The simulated
+    testbed does; the Flink testbed's rate-limited source has no start offset."""
 
     __test__ = False
 

@@ -12,26 +12,18 @@ far one step may move. Each addition is an option here, and each formula a small
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from .. import checks
 from ..errors import TestbedError, UserError
 from ..model import Budget, Configuration, Measurement, Query, SingleTaskMetrics, keygroups
+from ..model.catchup import catch_up_factor, parse_catch_up  # shared with StreamBed's plans (plan --catch-up)
 from .policies.ds2 import ds2
 from ..testbed.base import Testbed
 from .base import Log, PlanningRequest, Sizing, Step, silent
 
 # -- formulas ------------------------------------------------------------------------------------
-
-
-def catch_up_factor(backlog_s: float, within_s: float) -> float:
-    """How much faster than the rate a job must process to drain ``backlog_s`` seconds of input within
-    ``within_s`` seconds while the input keeps coming: 1 + B/T."""
-    if within_s <= 0:
-        raise ValueError("the catch-up time must be positive")
-    return 1.0 + backlog_s / within_s
 
 
 def scaling_target(rate: float, utilization: float = 1.0, catch_up: float = 1.0) -> float:
@@ -108,33 +100,6 @@ class LoopOptions:
         d["initial"] = dict(self.initial) if self.initial is not None else None
         d["catch_up"] = list(self.catch_up) if self.catch_up is not None else None
         return d
-
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
-_UNIT_S = {None: 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-def _seconds(text: str) -> float:
-    match = _DURATION.match(text)
-    if not match:
-        raise checks.Invalid(f"expected a duration such as 300s or 5m, got {text!r:.40}")
-    return float(match.group(1)) * _UNIT_S[match.group(2).lower() if match.group(2) else None]
-
-
-def parse_catch_up(value: Any) -> tuple[float, float]:
-    """A backlog B and the time T to drain it, seconds: 'B/T' ('300s/600s', '5m/30m') or a pair."""
-    if isinstance(value, str):
-        parts = value.split("/")
-        if len(parts) != 2:
-            raise checks.Invalid(f"expected B/T such as 300s/600s, got {value!r:.40}")
-        b, t = _seconds(parts[0]), _seconds(parts[1])
-    elif isinstance(value, (list, tuple)) and len(value) == 2:
-        b, t = (checks.number(x) for x in value)
-    else:
-        raise checks.Invalid(f"expected B/T such as 300s/600s, got {value!r:.40}")
-    if t <= 0:
-        raise checks.Invalid(f"expected a positive time to drain the backlog, got {value!r:.40}")
-    return b, t
 
 
 def _option(name: str, value: Any) -> Any:

@@ -18,6 +18,7 @@ from .estimator import NO_PHASES, Phases
 from ..ledger import Ledger
 from ..metrics.window import coefficient_of_variation, slope
 from ..model import Budget, Configuration, Measurement
+from ..model.catchup import CatchUp, drain_time
 from ..model.slo import MAX_CV, MAX_PENDING_GROWTH, SUSTAINED_RATIO, mostly_source_saturated, plan_verdict, run_verdict
 from ..model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
                             UNSTABLE)
@@ -92,11 +93,16 @@ class ValidationReport:
     memory_mb: int
     runs: list[RunVerdict]
     verdict: str
+    drain: DrainVerdict | None = None
+    """The catch-up run of a plan sized to drain a backlog (drain_run); None: none run."""
 
     def to_dict(self) -> dict:
-        return {"rate": self.rate, "slots": self.configuration.slots, "memory_mb": self.memory_mb,
-                "configuration": self.configuration.as_dict(), "verdict": self.verdict,
-                "runs": [r.to_dict() for r in self.runs]}
+        d = {"rate": self.rate, "slots": self.configuration.slots, "memory_mb": self.memory_mb,
+             "configuration": self.configuration.as_dict(), "verdict": self.verdict,
+             "runs": [r.to_dict() for r in self.runs]}
+        if self.drain is not None:
+            d["catch_up"] = self.drain.to_dict()
+        return d
 
 
 def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration, rate: float,
@@ -133,3 +139,92 @@ def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, confi
         if on_run:
             on_run(verdict, replayed)
     return ValidationReport(rate, configuration, budget.memory_mb, runs, judge_plan(runs))
+
+
+# -- catch-up: a run that starts behind and measures the drain time ----------------------------
+
+DRAINS = "drains within T"
+DOES_NOT_DRAIN = "does not drain within T"
+
+
+@dataclass(frozen=True)
+class DrainSettings:
+    """How the catch-up run observes a backlog draining."""
+
+    window_s: float = 10.0
+    """Pending records are read at the end of each window of this length."""
+    horizon: float = 2.0
+    """Observe up to this many times T, so a drain slower than T is still measured."""
+    tolerance: float = 0.01
+    """Drained: pending records at most this share of the backlog injected."""
+    settle_windows: int = 3
+    """Stop early once pending records stayed drained at this many window ends."""
+
+
+@dataclass
+class DrainVerdict:
+    backlog_s: float
+    within_s: float
+    rate: float
+    drain_s: float | None
+    """Seconds from the start until pending records fell to the tolerance for good; None: not within the run."""
+    observed_s: float
+    verdict: str
+    times: list[float] = field(default_factory=list)
+    pending: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"backlog_s": self.backlog_s, "within_s": self.within_s, "rate": self.rate, "drain_s": self.drain_s,
+                "observed_s": self.observed_s, "verdict": self.verdict, "times": self.times, "pending": self.pending}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DrainVerdict":
+        return cls(d["backlog_s"], d["within_s"], d["rate"], d["drain_s"], d["observed_s"], d["verdict"],
+                   list(d["times"]), list(d["pending"]))
+
+
+def judge_drain(times: Sequence[float], pending: Sequence[float], catch_up: CatchUp,
+                settings: DrainSettings) -> DrainVerdict:
+    """The catch-up run's verdict from its pending records over time (pure): "drains within T" when
+    they fell to the tolerance for good no later than T after the start."""
+    tolerance = settings.tolerance * catch_up.backlog_events
+    drained = drain_time(times, pending, tolerance=tolerance)
+    ok = drained is not None and drained <= catch_up.within_s
+    return DrainVerdict(catch_up.backlog_s, catch_up.within_s, catch_up.rate, drained, times[-1] - times[0],
+                        DRAINS if ok else DOES_NOT_DRAIN, list(times), list(pending))
+
+
+def drain_run(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration,
+              catch_up: CatchUp, settings: DrainSettings = DrainSettings(), key: str = "validate/catch-up",
+              phases: Phases = NO_PHASES) -> DrainVerdict | None:
+    """Start the configuration ``catch_up.backlog_s`` seconds behind at ``catch_up.rate`` (a restart's
+    backlog, read as fast as the job accepts) and read pending records until they drain; one ledger
+    step. None when the testbed cannot start behind (``TestbedInfo.backlog_start``)."""
+    info = testbed.info()
+    if not info.backlog_start:
+        return None
+
+    def one_run() -> dict:
+        testbed.prepare(budget)
+        horizon = settings.horizon * catch_up.within_s
+        with phases.phase("validation", f"{key}: {catch_up.backlog_s:g} s of backlog at {catch_up.rate:,.0f} events/s, "
+                                        f"to drain within {catch_up.within_s:g} s"):
+            run = testbed.start(query, configuration, catch_up.rate, backlog_s=catch_up.backlog_s)
+            try:
+                times, pending, settled = [], [], 0
+                tolerance = settings.tolerance * catch_up.backlog_events
+                elapsed = 0.0
+                while elapsed < horizon - 1e-9 and settled < settings.settle_windows:
+                    w = testbed.observe(run, min(settings.window_s, horizon - elapsed))
+                    if not times:
+                        times.append(w.start)
+                        pending.append(w.pending_start)
+                    times.append(w.end)
+                    pending.append(w.pending_end)
+                    settled = settled + 1 if w.pending_end <= tolerance else 0
+                    elapsed = w.end - times[0]
+            finally:
+                testbed.stop(run)
+        return judge_drain(times, pending, catch_up, settings).to_dict()
+
+    return DrainVerdict.from_dict(ledger.step(key, one_run, rerun=info.reproducible, check=DrainVerdict.from_dict))

@@ -274,6 +274,13 @@ class Engine:
     def set_rate(self, rate: float) -> None:
         self.target_rate = max(0.0, float(rate))
 
+    def queue_backlog(self, events: float) -> None:
+        """Events already waiting in the source's topic (a restart's backlog): pending records the
+        source works off as far as its catch-up lets it."""
+        if not (math.isfinite(events) and events >= 0):
+            raise ValueError(f"backlog: expected a non-negative number of events, got {events}")
+        self.offered_total += float(events)
+
     def _update_slow_factors(self) -> None:
         if self._slow_elapsed > 0:
             rate = self._slow_in / self._slow_elapsed

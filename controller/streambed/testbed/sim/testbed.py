@@ -77,6 +77,7 @@ class SimTestbed:
             notes=("simulated testbed (stand-in for Flink): see docs/sim.md",),
             reproducible=True,
             operator_memory=True,
+            backlog_start=True,
         )
 
     def query(self, name: str) -> Query:
@@ -88,7 +89,12 @@ class SimTestbed:
         self.info().check_budget(budget)
         self._budget = budget
 
-    def start(self, query: str, configuration: Configuration, rate: float) -> Run:
+    def start(self, query: str, configuration: Configuration, rate: float, backlog_s: float = 0.0) -> Run:
+        """The Testbed protocol's start; ``backlog_s`` > 0 starts the job behind, with that many seconds
+        of input at ``rate`` already queued (a restart's backlog), and its source reads them as fast as
+        the job accepts, as a replayed Kafka topic would (a strict rate limiter would never drain them)."""
+        if not (math.isfinite(backlog_s) and backlog_s >= 0):
+            raise UserError(f"backlog: expected a non-negative number of seconds, got {backlog_s}")
         q = self.query(query)
         check_start(self._budget, configuration)
         streams = self._streams_for(configuration.max_parallelism)
@@ -105,10 +111,11 @@ class SimTestbed:
         seed = int(np.random.SeedSequence([self.settings.seed, self._counter]).generate_state(1)[0])
         scale = self._speed_scale(configuration, seed)
         engine = Engine(self.profile, configuration, self._budget.memory_mb, seed=seed, dt=self.settings.dt,
-                        sample_period=self.settings.sample_period, catch_up=self.settings.catch_up,
-                        speed_scale=scale, keyed_streams=streams, noise=self.settings.noise,
+                        sample_period=self.settings.sample_period,
+                        catch_up=math.inf if backlog_s > 0 else self.settings.catch_up, speed_scale=scale, keyed_streams=streams, noise=self.settings.noise,
                         memory_by_operator=dict(self._budget.memory_by_operator))
         engine.set_rate(rate)
+        engine.queue_backlog(backlog_s * rate)
         self._runs[run_id] = engine
         return Run(run_id, q, configuration, self._budget, self._clock, rate)
 
