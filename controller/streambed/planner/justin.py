@@ -28,9 +28,10 @@ from typing import Any, Mapping
 from .. import checks
 from ..errors import TestbedError, UserError
 from ..model import Budget, Configuration, Measurement, Query, SingleTaskMetrics
+from ..model.catchup import catch_up_factor
 from ..testbed.base import Testbed
 from .base import Log, PlanningRequest, Sizing, Step, silent
-from .ds2 import Ds2Loop, LoopOptions, catch_up_factor, loop_options, operator_metrics, scaling_target
+from .ds2 import Ds2Loop, LoopOptions, loop_options, operator_metrics, scaling_target
 from .memory import total_memory_mb
 from .policies.ds2 import ds2
 
