@@ -14,6 +14,7 @@ from ..planner.exploration import Exploration, ExplorationPoint, ExplorerSetting
 from ..files import write_text
 from ..ledger import Ledger
 from ..model import Plan, Query, SingleTaskMetrics, Surrogate
+from ..model.catchup import CatchUp
 from ..model import keystats
 from ..model.keystats import KeyStatistics
 from ..planner.policies import DEFAULT_POLICY
@@ -51,15 +52,22 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
              log: Callable[[str], None] = silent,
              on_point: Callable[[ExplorationPoint], None] | None = None,
              phases: Phases = NO_PHASES, checkpoint: Testbed | None = None,
-             rate_multiple: float = DEFAULT_RATE_MULTIPLE) -> PlanOutcome:
+             rate_multiple: float = DEFAULT_RATE_MULTIPLE,
+             catch_up: tuple[float, float] | None = None) -> PlanOutcome:
     """The plan on a testbed already built (the evaluation builds its own). ``rate`` None: plan for
     ``rate_multiple`` x the largest budget's measured MST. ``checkpoint``: a larger cluster (part
     of production) where disagreeing or unreachable plans get a staged measurement before the plan is
-    made again (ResourceExplorer.checkpoint)."""
+    made again (ResourceExplorer.checkpoint). ``catch_up`` (B, T): the plan also drains B seconds of
+    backlog within T after a restart, so it is sized for rate x (1 + B/T) on every operator a backlog
+    reaches; with a replay source every operator is downstream of the source, so that is all of them
+    (the plan's rate is that effective rate; plan.catch_up keeps B, T and the steady rate)."""
     chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log, phases=phases)
     estimator, optimizer, explorer = chain.estimator, chain.optimizer, chain.explorer
     exploration = explorer.explore(memories, on_point)
     target = rate if rate is not None else default_rate(exploration, rate_multiple)
+    catch = CatchUp(*catch_up, target) if catch_up else None
+    if catch is not None:
+        target = catch.effective_rate
     plan = explorer.plan(exploration, target, memories)
     probes = explorer.probe(exploration, plan, estimator)
     for p in probes:
@@ -81,6 +89,7 @@ def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, m
     # measured, which is an estimate too (the paper's #CE and testbed time include it).
     exploration.estimator_calls = sum(e.calls for e in estimators)
     exploration.testbed_seconds = sum(e.testbed_seconds for e in estimators)
+    plan = replace(plan, catch_up=catch)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     single = optimizer.measured_single_task()
@@ -133,6 +142,8 @@ class PlanCampaign(ExploreCampaign):
             params["rate_multiple"] = s.rate_multiple
         if not s.skew_probes:  # probes are measurements: a resume must make the same choice
             params["skew_probes"] = False
+        if s.catch_up is not None:
+            params["catch_up"] = list(s.catch_up)
         return params
 
     def run(self, advance: Advance = ignore) -> dict:
@@ -142,7 +153,7 @@ class PlanCampaign(ExploreCampaign):
             outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, explorer,
                                self.directory, policy=s.policy, log=self.log,
                                on_point=lambda p: advance(point_line(p)), phases=self.phases,
-                               checkpoint=self.checkpoint, rate_multiple=s.rate_multiple)
+                               checkpoint=self.checkpoint, rate_multiple=s.rate_multiple, catch_up=s.catch_up)
             data = outcome.to_dict()
             data["ledger"] = ledger_counts(ledger)
         # the campaign's page, once its ledger holds the result (streambed report writes it again)

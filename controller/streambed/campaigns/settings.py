@@ -155,6 +155,9 @@ class PlanSettings(ExploreSettings):
     skew_probes: bool = ExplorerSettings.probes
     """Measure a keyed operator planned far wider than the testbed ran it at the testbed's widest
     (ResourceExplorer.probe)."""
+    catch_up: tuple[float, float] | None = None
+    """(B, T): drain B seconds of backlog within T seconds after a restart, so size for rate x (1 + B/T);
+    None: the rate alone."""
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
         return replace(super().explorer(self.safety if safety is None else safety),

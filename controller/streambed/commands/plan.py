@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..campaigns.settings import PlanSettings
 from ..report.console import Output
-from .args import multiple, rate, risk, safety, slots
+from .args import catch_up, multiple, rate, risk, safety, slots
 from .common import campaign_options, guard_options, input_options, logs, output_options, planner_options, run
 from .explore import explorer_options, explorer_settings
 
@@ -24,6 +24,9 @@ def register(sub) -> None:
     sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
                     help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")
     guard_options(sp, PlanSettings)
+    sp.add_argument("--catch-up", type=catch_up, metavar="B/T",
+                    help="also drain B seconds of backlog within T after a restart, e.g. 300s/600s: sized for "
+                         "rate x (1 + B/T) (default: the rate alone)")
     sp.add_argument("--checkpoint-slots", type=slots,
                     help="a cluster of this many slots (part of production) measures where the candidate families "
                          "disagree or the rate is unreachable, and the plan is made again (default: none)")
@@ -50,7 +53,7 @@ def cmd_plan(args, out: Output) -> None:
                                  safety=args.safety, max_extrapolation=args.max_extrapolation,
                                  min_marginal=args.min_marginal, risk=args.risk, checkpoint_slots=args.checkpoint_slots,
                                  checkpoint_inventory=args.checkpoint_inventory, key_stats=args.key_stats,
-                                 skew_probes=args.skew_probes)
+                                 skew_probes=args.skew_probes, catch_up=args.catch_up)
     data = run(PlanCampaign(settings, **logs(args, out)), out)
     plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
     out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")

@@ -10,6 +10,7 @@ from typing import Mapping
 
 from .. import checks
 from ..errors import UserError
+from .catchup import CatchUp
 
 MAX_PLAN_SLOTS = 100_000
 """The largest budget the planner solves for (the inverse solve's upper bound)."""
@@ -105,6 +106,9 @@ class Plan:
     "data", "busiest_inferred", "busiest_data"}."""
     probes: tuple[dict, ...] = ()
     """The skew probes measured before this plan (planner/probes.py): operator, tasks, MST, testbed seconds."""
+    catch_up: CatchUp | None = None
+    """The backlog the plan drains after a restart (plan --catch-up): ``rate`` is then its effective rate,
+    catch_up.rate x (1 + B/T); None: sized for the rate alone."""
 
     def entry(self, memory_mb: int) -> PlanEntry:
         for e in self.entries:
@@ -121,6 +125,8 @@ class Plan:
             d["key_skew"] = self.key_skew
         if self.probes:
             d["probes"] = [dict(p) for p in self.probes]
+        if self.catch_up is not None:
+            d["catch_up"] = self.catch_up.to_dict()
         return d
 
     @classmethod
@@ -248,8 +254,14 @@ class Plan:
         probes = d.get("probes") or []
         if not isinstance(probes, list) or not all(isinstance(p, Mapping) for p in probes):
             raise fail("probes", "a list of objects", probes)
+        catch_up = None
+        if d.get("catch_up") is not None:
+            try:
+                catch_up = CatchUp.from_dict(d["catch_up"])
+            except checks.Invalid as e:
+                raise UserError(f"{origin}: catch_up: {e}") from None
         return cls(d["query"], rate, safety, family, dict(model), tuple(entries), risk, tuple(warnings),
-                   dict(key_skew), tuple(dict(p) for p in probes))
+                   dict(key_skew), tuple(dict(p) for p in probes), catch_up)
 
 
 FAMILY_SPREAD_LIMIT = 1.5

@@ -22,6 +22,11 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
                 e.get("max_rate")) + ((" / ".join(f"{v:,}" if v else "-" for v in e["by_family"].values()),)
                                       if families else ())
                for e in entries])
+    if plan.get("catch_up"):
+        c = plan["catch_up"]
+        out.info(f"catch-up: sized for {c['effective_rate']:,.0f} events/s = {c['rate']:,.0f} x (1 + {c['backlog_s']:g} s / "
+                 f"{c['within_s']:g} s), to drain {c['backlog_s']:g} s of backlog within {c['within_s']:g} s after a "
+                 f"restart (every operator: a replayed backlog reaches all of them)")
     for w in plan.get("warnings") or ():
         out.warn(w)
     for e in entries:
