@@ -192,10 +192,10 @@ fuzz: $(VENV)/.installed
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info controller/*.egg-info
 
-# The Grafana dashboard from its panels in controller/streambed/report/dashboards.py (grafana/README.md).
+# The Grafana dashboard from its panels in controller/streambed/report/grafana/dashboards.py (grafana/README.md).
 .PHONY: dashboards
 dashboards: $(VENV)/.installed
-	$(PY) -m streambed.report.dashboards
+	$(PY) -m streambed.report.grafana.dashboards
 
 # The Flink job (flink/): plain javac against the pinned Flink's lib/, rebuilt only when a source,
 # a resource, the build script or the venv is newer than the jar.

@@ -1,4 +1,4 @@
-"""Campaign phases as Grafana annotations (report/annotations.py), against a STAND-IN for Grafana.
+"""Campaign phases as Grafana annotations (report/grafana/annotations.py), against a STAND-IN for Grafana.
 
 No Grafana server can be had on these machines (PLATFORM.md). ``GrafanaStandIn`` below is a tiny
 http.server that answers Grafana's annotation API (POST /api/annotations, PATCH /api/annotations/<id>)
@@ -22,7 +22,7 @@ import time
 import pytest
 
 from clitools import COMMAND, cli_env, json_result
-from streambed.report.annotations import TAG, TOKEN_VARIABLE, URL_VARIABLE, GrafanaAnnotations, GrafanaSettings, tags
+from streambed.report.grafana.annotations import TAG, TOKEN_VARIABLE, URL_VARIABLE, GrafanaAnnotations, GrafanaSettings, tags
 
 TOKEN = "glsa_stand-in-token"
 

@@ -1,4 +1,4 @@
-"""The campaign dashboard (grafana/dashboards/streambed-campaign.json, from report/dashboards.py).
+"""The campaign dashboard (grafana/dashboards/streambed-campaign.json, from report/grafana/dashboards.py).
 
 Static checks first: the committed file is what the code generates, valid JSON, unique panel ids,
 every datasource the one the grafana role provisions, PromQL that promtool parses. Then every
@@ -27,7 +27,7 @@ import requests
 import yaml
 
 from conftest import REPO, port_open
-from streambed.report import dashboards
+from streambed.report.grafana import dashboards
 
 PORTS = {"flink_rest_port": 28381, "flink_jobmanager_rpc_port": 26423, "prometheus_port": 29390,
          "flink_metrics_port_min": 29450, "flink_metrics_port_max": 29459}
@@ -127,7 +127,7 @@ def test_the_grafana_role_provisions_the_dashboards_directory():
 
 
 def test_the_annotation_query_finds_what_the_controller_posts():
-    from streambed.report import annotations
+    from streambed.report.grafana import annotations
 
     phases = [a for a in committed()["annotations"]["list"] if a["target"]["type"] == "tags"]
     [target] = [a["target"] for a in phases]

@@ -12,7 +12,7 @@ from ..campaigns.settings import CampaignSettings, TestbedSpec
 from ..dataset import DEFAULT_LAKE
 from ..planner.estimator import DEFAULT_TIMING, TIMINGS
 from ..planner.policies import DEFAULT_POLICY, POLICIES
-from ..report.annotations import GrafanaSettings, annotations
+from ..report.grafana.annotations import GrafanaSettings, annotations
 from ..report.console import Output
 from .args import extrapolation, fraction, rate, seed, slots
 
@@ -73,7 +73,7 @@ def campaign_settings(ns: argparse.Namespace) -> CampaignSettings:
 
 def logs(ns: argparse.Namespace, out: Output) -> dict:
     """A campaign's two logs: status (what is happening now) and the algorithms' lines (--verbose); and,
-    with a Grafana URL, who posts its phases there (report/annotations.py)."""
+    with a Grafana URL, who posts its phases there (report/grafana/annotations.py)."""
     given = {"status": out.status, "log": out.info if getattr(ns, "verbose", False) else out.status}
     grafana = GrafanaSettings.resolve(getattr(ns, "grafana_url", None))
     phases = annotations(grafana, campaign=getattr(ns, "campaign_kind", "campaign"), query=getattr(ns, "query", ""),

@@ -298,7 +298,7 @@ def converged(rate: float, nxt: float, sensibility: float) -> bool:
 
 
 class Phases(Protocol):
-    """Who is told of a campaign's phases on the testbed as they run (report/annotations.py posts them
+    """Who is told of a campaign's phases on the testbed as they run (report/grafana/annotations.py posts them
     to Grafana): each phase is a ``with`` block, begun on entry and ended on exit, failed or not."""
 
     def phase(self, name: str, text: str) -> ContextManager[None]:

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import UserError
+from ...errors import UserError
 
 URL_VARIABLE = "STREAMBED_GRAFANA_URL"
 TOKEN_VARIABLE = "STREAMBED_GRAFANA_TOKEN"
 TAG = "streambed"
-"""The tag of every annotation StreamBed posts (the dashboard's annotation query: report/dashboards.py)."""
+"""The tag of every annotation StreamBed posts (the dashboard's annotation query: report/grafana/dashboards.py)."""
 TIMEOUT_S = 5.0
 """Longest wait for one answer of Grafana: at most one such wait before annotations are off."""
 
