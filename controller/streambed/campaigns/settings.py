@@ -183,6 +183,9 @@ class ValidateSettings:
     within_cluster: bool = False
     """A plan whose budget is unreachable or larger than the cluster: validate instead the plan for the
     highest rate it serves within the cluster (replan.plan_within); False: refuse it."""
+    catch_up: tuple[float, float] | None = None
+    """(B, T): also run the job started B seconds behind and judge whether it drains within T; None: the
+    plan's own catch-up (plan --catch-up), if any."""
 
 
 @dataclass(frozen=True)

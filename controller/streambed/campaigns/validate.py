@@ -9,9 +9,10 @@ from ..errors import UserError
 from ..planner.estimator import NO_PHASES, Phases
 from ..files import write_text
 from ..model import Budget, Configuration, Plan, PlanEntry, Query, TestbedInfo
+from ..model.catchup import CatchUp
 from ..records import read_plan
 from ..report.html import write_report
-from ..planner.validation import RunVerdict, validate
+from ..planner.validation import RunVerdict, drain_run, validate
 from .replan import plan_within
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
 from .settings import DEFAULT_MEMORY_MB, ValidateSettings
@@ -128,14 +129,18 @@ class ValidateCampaign:
         self.directory = s.campaign.directory_for(self.kind)
         self.notes, self.status = notes, status  # said once the ledger is open (--resume is checked there)
         self.title = f"validating {self.query.name}: {self.configuration.slots} slots x {memory_mb} MB"
-        self.total = len(s.runs.multipliers)
+        # a plan sized to drain a backlog adds the run that injects it (unless the rate was overridden), and
+        # --catch-up adds it to any plan or configuration, at the plan's steady rate
+        own = self.plan.catch_up if self.plan is not None and not self.replanned and not s.rate else None
+        self.catch_up = (CatchUp(*s.catch_up, own.rate if own else self.rate) if s.catch_up else own)
+        self.total = len(s.runs.multipliers) + (self.catch_up is not None)
 
     def params(self) -> dict:
         c, r = self.settings.campaign, self.settings.runs
         return {"testbed": c.testbed.name, "query": self.query.name, "rate": self.rate,
                 "memory_mb": self.budget.memory_mb, "seed": c.seed, "configuration": self.configuration.as_dict(),
                 "multipliers": list(r.multipliers), "ramp_s": r.ramp_s, "duration_s": r.duration_s,
-                "window_s": r.window_s}
+                "window_s": r.window_s, **({"catch_up": self.catch_up.to_dict()} if self.catch_up else {})}
 
     def run(self, advance: Advance = ignore) -> dict:
         def on_run(r: RunVerdict, replayed: bool) -> None:
@@ -146,7 +151,15 @@ class ValidateCampaign:
                 self.status(note)
             report = validate(self.testbed, ledger, self.query.name, self.budget, self.configuration, self.rate,
                               self.settings.runs, on_run=on_run, phases=self.phases)
+            if self.catch_up is not None:
+                report.drain = drain_run(self.testbed, ledger, self.query.name, self.budget, self.configuration,
+                                         self.catch_up, phases=self.phases)
+                advance(f"catch-up: {report.drain.verdict}" if report.drain else "catch-up: not run")
             data = report.to_dict()
+            if self.catch_up is not None and report.drain is None:
+                data["catch_up"] = {**self.catch_up.to_dict(), "verdict": "not run",
+                                    "why": f"the {self.testbed.info().name} testbed cannot start a job behind a backlog "
+                                           f"(its rate-limited source has no start offset)"}
             if self.plan is not None:
                 data["plan"] = {"file": str(self.settings.plan), "replanned_for_cluster": self.replanned}
             ledger.set_result(data)

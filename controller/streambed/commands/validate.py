@@ -7,7 +7,7 @@ from pathlib import Path
 from ..campaigns.settings import DEFAULT_MEMORY_MB, ValidateSettings
 from ..report.console import Output
 from ..planner.validation import ValidationSettings
-from .args import memory_mb, non_negative_seconds, number_list, operator_pairs, rate, slots
+from .args import catch_up, memory_mb, non_negative_seconds, number_list, operator_pairs, rate, slots
 from .common import campaign_options, campaign_settings, logs, output_options, run
 
 
@@ -29,6 +29,9 @@ def register(sub) -> None:
     sp.add_argument("--within-cluster", action="store_true",
                     help="a plan unreachable or larger than the cluster: validate the plan for the highest rate it "
                          "serves within the cluster's slots (re-planned from the plan's ledger) instead of refusing")
+    sp.add_argument("--catch-up", type=catch_up, metavar="B/T",
+                    help="also start the job B seconds behind (a restart's backlog) and judge whether it drains "
+                         "within T, e.g. 300s/600s (default: the plan's own --catch-up, if any)")
     campaign_options(sp, "validate")
     output_options(sp)
     sp.set_defaults(func=cmd_validate)
@@ -42,7 +45,13 @@ def cmd_validate(args, out: Output) -> None:
                               window_s=args.window)
     settings = ValidateSettings(campaign_settings(args), plan=args.plan, configuration=args.config,
                                 memory_mb=args.memory, rate=args.rate, runs=runs,
-                                production_slots=args.production_slots, within_cluster=args.within_cluster)
+                                production_slots=args.production_slots, within_cluster=args.within_cluster,
+                                catch_up=args.catch_up)
     data = run(ValidateCampaign(settings, **logs(args, out)), out)
     validation_table(out, data)
+    if data.get("catch_up"):
+        c = data["catch_up"]
+        drained = f"drained in {c['drain_s']:,.0f} s" if c.get("drain_s") is not None else "not drained"
+        out.info(f"catch-up: {c['backlog_s']:g} s of backlog at {c['rate']:,.0f} events/s, to drain within "
+                 f"{c['within_s']:g} s: {c['verdict']}" + (f" ({drained})" if "drain_s" in c else f" ({c['why']})"))
     out.result(data)
