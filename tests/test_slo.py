@@ -3,12 +3,12 @@
 import pytest
 
 from streambed.model import Measurement, OperatorMetrics
-from streambed.model.slo import (MAX_CV, MAX_PENDING_GROWTH, STEADY_SHARE, SUSTAINED_RATIO, mostly_source_saturated,
-                                 plan_verdict, run_verdict, window_sustained)
-from streambed.model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED,
-                                     UNDER, UNSTABLE)
+from streambed.model.slo import (DRAIN_TOLERANCE, MAX_CV, MAX_PENDING_GROWTH, STEADY_SHARE, SUSTAINED_RATIO,
+                                 drain_verdict, mostly_source_saturated, plan_verdict, run_verdict, window_sustained)
+from streambed.model.verdict import (DOES_NOT_DRAIN, DRAINS, INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT,
+                                     SOURCE_LIMITED, SUSTAINED, UNDER, UNSTABLE)
 from streambed.planner.estimator import Timing
-from streambed.planner.validation import ValidationSettings
+from streambed.planner.validation import DrainSettings, ValidationSettings
 from streambed.testbed.sim.truth import TruthSettings
 
 
@@ -79,9 +79,19 @@ def test_plan_verdict(runs, expected):
     assert plan_verdict(runs) == expected
 
 
+def test_a_catch_up_run_drains_when_its_backlog_falls_to_the_tolerance_for_good_within_t():
+    times = [0, 10, 20, 30, 40, 50]
+    rule = dict(backlog_events=10_000, tolerance=0.01)
+    assert drain_verdict(times, [10_000, 6_000, 2_000, 100, 50, 0], within_s=30, **rule) == (30, DRAINS)
+    assert drain_verdict(times, [10_000, 6_000, 2_000, 100, 50, 0], within_s=20, **rule) == (30, DOES_NOT_DRAIN)
+    # drained once, then fell behind again: not drained
+    assert drain_verdict(times, [10_000, 50, 3_000, 4_000, 5_000, 6_000], within_s=60, **rule) == (None, DOES_NOT_DRAIN)
+
+
 def test_every_judge_defaults_to_the_shared_thresholds():
     timing = Timing("t", 1, 1, 1, 1, 1, 1)
     assert (timing.threshold, timing.steady_threshold) == (SUSTAINED_RATIO, STEADY_SHARE)
     v = ValidationSettings()
     assert (v.ratio, v.max_cv, v.max_pending_growth) == (SUSTAINED_RATIO, MAX_CV, MAX_PENDING_GROWTH)
     assert TruthSettings().threshold == STEADY_SHARE
+    assert DrainSettings().tolerance == DRAIN_TOLERANCE

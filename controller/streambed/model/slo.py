@@ -1,7 +1,7 @@
 """The service-level rules: when a window, a run and a plan sustained their rate (paper sections IV and VIII).
 
 Every layer judges by these: the Capacity Estimator a window (``window_sustained``), validation a run
-(``run_verdict``) and a plan (``plan_verdict``), the sim's ground truth a rate (``STEADY_SHARE``).
+(``run_verdict``), a plan (``plan_verdict``) and a catch-up run (``drain_verdict``), the sim's ground truth a rate (``STEADY_SHARE``).
 The thresholds are the defaults of their settings (``planner/estimator.py:Timing``,
 ``planner/validation.py:ValidationSettings``, ``testbed/sim/truth.py:TruthSettings``); the functions
 are pure and take the thresholds they apply.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from .catchup import drain_time
 from .measurement import Measurement, queued_share
-from .verdict import INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER, UNSTABLE
+from .verdict import (DOES_NOT_DRAIN, DRAINS, INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED,
+                      SUSTAINED, UNDER, UNSTABLE)
 
 SUSTAINED_RATIO = 0.99
 """The paper's test: a window or run sustains its rate when achieved >= this x target (the rate
@@ -24,6 +26,8 @@ MAX_CV = 0.05
 """Above this variation of the per-window ratio, a run that keeps up is unstable."""
 MAX_PENDING_GROWTH = 0.002
 """Pending records may grow by at most this fraction of the target rate per second in a validated run."""
+DRAIN_TOLERANCE = 0.01
+"""A catch-up run has drained when its pending records are at most this share of the backlog injected."""
 
 
 def mostly_source_saturated(windows: Sequence[Measurement]) -> bool:
@@ -89,3 +93,12 @@ def plan_verdict(runs: Mapping[float, str]) -> str:
     if base == SOURCE_LIMITED or SOURCE_LIMITED in above:
         return INCONCLUSIVE
     return RIGHT
+
+
+def drain_verdict(times: Sequence[float], pending: Sequence[float], *, backlog_events: float, within_s: float,
+                  tolerance: float) -> tuple[float | None, str]:
+    """A catch-up run's drain time and verdict from its pending records over time: it drains within T
+    (``within_s``) when they fell to ``tolerance`` x ``backlog_events`` for good no later than T after
+    the start (``catchup.drain_time``; None: not within the run)."""
+    drained = drain_time(times, pending, tolerance=tolerance * backlog_events)
+    return drained, DRAINS if drained is not None and drained <= within_s else DOES_NOT_DRAIN

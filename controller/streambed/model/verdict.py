@@ -11,3 +11,7 @@ OVER = "over-provisioned"
 RIGHT = "right"
 INCONCLUSIVE = "inconclusive (source-limited)"
 NO_BASE = "inconclusive (no 100 % run)"
+
+DRAINS = "drains within T"
+"""The catch-up run: pending records fell to the tolerance for good no later than T after the start."""
+DOES_NOT_DRAIN = "does not drain within T"

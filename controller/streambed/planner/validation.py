@@ -18,10 +18,11 @@ from .estimator import NO_PHASES, Phases
 from ..ledger import Ledger
 from ..metrics.window import coefficient_of_variation, slope
 from ..model import Budget, Configuration, Measurement
-from ..model.catchup import CatchUp, drain_time
-from ..model.slo import MAX_CV, MAX_PENDING_GROWTH, SUSTAINED_RATIO, mostly_source_saturated, plan_verdict, run_verdict
-from ..model.verdict import (INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED, SUSTAINED, UNDER,
-                            UNSTABLE)
+from ..model.catchup import CatchUp
+from ..model.slo import (DRAIN_TOLERANCE, MAX_CV, MAX_PENDING_GROWTH, SUSTAINED_RATIO, drain_verdict,
+                         mostly_source_saturated, plan_verdict, run_verdict)
+from ..model.verdict import (DOES_NOT_DRAIN, DRAINS, INCONCLUSIVE, NO_BASE, NOT_SUSTAINED, OVER, RIGHT, SOURCE_LIMITED,
+                             SUSTAINED, UNDER, UNSTABLE)
 from ..testbed.base import Testbed
 
 @dataclass(frozen=True)
@@ -143,10 +144,6 @@ def validate(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, confi
 
 # -- catch-up: a run that starts behind and measures the drain time ----------------------------
 
-DRAINS = "drains within T"
-DOES_NOT_DRAIN = "does not drain within T"
-
-
 @dataclass(frozen=True)
 class DrainSettings:
     """How the catch-up run observes a backlog draining."""
@@ -155,7 +152,7 @@ class DrainSettings:
     """Pending records are read at the end of each window of this length."""
     horizon: float = 2.0
     """Observe up to this many times T, so a drain slower than T is still measured."""
-    tolerance: float = 0.01
+    tolerance: float = DRAIN_TOLERANCE
     """Drained: pending records at most this share of the backlog injected."""
     settle_windows: int = 3
     """Stop early once pending records stayed drained at this many window ends."""
@@ -187,11 +184,10 @@ def judge_drain(times: Sequence[float], pending: Sequence[float], catch_up: Catc
                 settings: DrainSettings) -> DrainVerdict:
     """The catch-up run's verdict from its pending records over time (pure): "drains within T" when
     they fell to the tolerance for good no later than T after the start."""
-    tolerance = settings.tolerance * catch_up.backlog_events
-    drained = drain_time(times, pending, tolerance=tolerance)
-    ok = drained is not None and drained <= catch_up.within_s
+    drained, verdict = drain_verdict(times, pending, backlog_events=catch_up.backlog_events,
+                                     within_s=catch_up.within_s, tolerance=settings.tolerance)
     return DrainVerdict(catch_up.backlog_s, catch_up.within_s, catch_up.rate, drained, times[-1] - times[0],
-                        DRAINS if ok else DOES_NOT_DRAIN, list(times), list(pending))
+                        verdict, list(times), list(pending))
 
 
 def drain_run(testbed: Testbed, ledger: Ledger, query: str, budget: Budget, configuration: Configuration,
