@@ -734,6 +734,14 @@ def test_component_commands_json(tmp_path, argv, keys):
         assert d["mst"] > 0.8 * d["predicted_rate"]
 
 
+def test_estimate_titles_its_table_with_the_mst_and_windows_of_its_json(tmp_path):
+    proc = streambed("estimate", "--query", "q1", *QUICK, "--campaign-dir", "e", "--json", cwd=tmp_path, columns=400,
+                     timeout=120)
+    d = json_result(proc)
+    assert d["iterations"] == len(d["windows"]) > 0
+    assert f"q1: MST {d['mst']:,.0f} events/s ({d['iterations']} windows" in proc.stderr + proc.stdout
+
+
 def test_explore_reports_its_stop_and_calls_as_its_json_has_them(tmp_path):
     proc = streambed("explore", "--query", "paper-q1-linear", "--profiles", "4096", "--max-measurements", "6", *QUICK,
                      "--json", cwd=tmp_path, columns=400, timeout=120)

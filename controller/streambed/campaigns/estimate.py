@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..planner.estimator import NO_PHASES, Phases, Timing
+from ..planner.estimator import NO_PHASES, Estimate, Phases, Timing
 from ..model import Budget
 from .base import Advance, Log, configuration_of, ignore, input_params, open_ledger, testbed_of
 from .chain import assemble
@@ -32,9 +32,10 @@ class EstimateCampaign:
                 "seed": c.seed, "configuration": self.configuration.as_dict(), "timing": self.timing.name} \
             | input_params(c)
 
-    def run(self, advance: Advance = ignore) -> dict:
+    def run(self, advance: Advance = ignore) -> Estimate:
+        """The estimate, also the ledger's result (``Estimate.to_dict``)."""
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:
             chain = assemble(self.testbed, ledger, self.query.name, self.timing, log=self.log, phases=self.phases)
-            result = chain.estimator.estimate(self.query.name, self.budget, self.configuration, "estimate").to_dict()
-            ledger.set_result(result)
-        return result
+            estimate = chain.estimator.estimate(self.query.name, self.budget, self.configuration, "estimate")
+            ledger.set_result(estimate.to_dict())
+        return estimate

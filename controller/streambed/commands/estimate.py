@@ -27,8 +27,9 @@ def cmd_estimate(args, out: Output) -> None:
     settings = EstimateSettings(campaign_settings(args), memory_mb=args.memory, configuration=args.config,
                                 timing=args.timing)
     campaign = EstimateCampaign(settings, **logs(args, out))
-    result = run(campaign, out)
-    estimate_table(out, result, f"{campaign.query.name}: MST {result['mst']:,.0f} events/s ({result['iterations']} "
-                                f"windows, {result['testbed_seconds'] / 60:.1f} min of testbed; ledger "
+    estimate = run(campaign, out)
+    result = estimate.to_dict()
+    estimate_table(out, result, f"{campaign.query.name}: MST {estimate.mst:,.0f} events/s ({len(estimate.windows)} "
+                                f"windows, {estimate.testbed_seconds / 60:.1f} min of testbed; ledger "
                                 f"{campaign.directory})", replay=args.input != "generator")
     out.result(result)
