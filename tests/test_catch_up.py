@@ -2,11 +2,13 @@
 a backlog, and the drain time the validation measures."""
 
 import argparse
-import math
+import dataclasses
+import json
 
 import pytest
 
 from streambed.commands.args import catch_up
+from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration
 from streambed.model.catchup import CatchUp, catch_up_factor, drain_time
@@ -89,3 +91,49 @@ def test_the_drain_run_measures_the_time_a_backlog_takes_on_a_toy_profile(tmp_pa
     assert fast.verdict == DRAINS and fast.drain_s == pytest.approx(60, rel=0.25)
     assert slow.verdict == DOES_NOT_DRAIN and slow.drain_s == pytest.approx(180, rel=0.25)
     assert judge_drain(fast.times, fast.pending, CatchUp(60, 120, 150_000), DrainSettings()).verdict == DRAINS
+
+
+def test_a_testbed_that_cannot_start_behind_runs_no_drain(tmp_path):
+    class Strict(SimTestbed):
+        def info(self):
+            return dataclasses.replace(super().info(), backlog_start=False)
+
+    tb = Strict(toy(), SimSettings(max_slots=8, memory_per_slot=(4096,), noise=False))
+    cfg = Configuration.of(tb.query("toy"), {"m": 1, "agg": 3, "s": 1})
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        assert drain_run(tb, ledger, "toy", Budget(cfg.slots, 4096), cfg, CatchUp(60, 120, 1000)) is None
+
+
+def test_plan_json_keeps_the_catch_up():
+    from streambed.model import Plan
+    plain = {"query": "q1", "rate": 15_000.0, "entries": [{"memory_mb": 4096, "slots": 2, "predicted_mst": 16_000.0,
+                                                           "configuration": {"a": 1, "b": 1}}]}
+    assert "catch_up" not in Plan.from_dict(plain).to_dict()
+    d = dataclasses.replace(Plan.from_dict(plain), catch_up=CatchUp(300, 600, 10_000)).to_dict()
+    assert d["catch_up"]["effective_rate"] == pytest.approx(15_000)
+    assert Plan.from_dict(d).catch_up == CatchUp(300, 600, 10_000)
+    with pytest.raises(UserError, match="catch_up"):
+        Plan.from_dict({**d, "catch_up": {"backlog_s": 300, "within_s": 0, "rate": 10_000}})
+
+
+def test_a_catch_up_plan_drains_on_the_sim_and_the_plain_plan_does_not(tmp_path, capsys):
+    from streambed.cli import main
+
+    def plan(name, *more):
+        assert main(["plan", "--query", "q11", "--rate", "1e6", "--memory", "4096", "--timing", "quick",
+                     "--campaign-dir", str(tmp_path / name), *more]) == 0
+        return tmp_path / name / "plan.json"
+
+    def validate(plan_file, name):
+        capsys.readouterr()
+        assert main(["validate", "--query", "q11", "--plan", str(plan_file), "--multipliers", "1", "--ramp", "30",
+                     "--duration", "60", "--window", "30", "--catch-up", "300s/600s", "--json",
+                     "--campaign-dir", str(tmp_path / name)]) == 0
+        return json.loads(capsys.readouterr().out)["catch_up"]
+
+    sized = json.loads(plan("cu", "--catch-up", "300s/600s").read_text())
+    assert sized["rate"] == pytest.approx(1.5e6) and sized["catch_up"]["rate"] == pytest.approx(1e6)
+    cu, plain = validate(tmp_path / "cu" / "plan.json", "v-cu"), validate(plan("plain"), "v-plain")
+    assert cu["rate"] == plain["rate"] == pytest.approx(1e6)
+    assert cu["verdict"] == DRAINS and cu["drain_s"] <= 600
+    assert plain["verdict"] == DOES_NOT_DRAIN and plain["pending"][-1] > 0.5 * 300 * 1e6
