@@ -742,6 +742,16 @@ def test_estimate_titles_its_table_with_the_mst_and_windows_of_its_json(tmp_path
     assert f"q1: MST {d['mst']:,.0f} events/s ({d['iterations']} windows" in proc.stderr + proc.stdout
 
 
+def test_plan_reports_its_ledger_counts_and_files_as_its_json_has_them(tmp_path):
+    proc = streambed("plan", "--query", "paper-q11-linear", "--rate", "2e7", "--profiles", "4096", *QUICK,
+                     "--campaign-dir", "p", "--json", cwd=tmp_path, columns=2000, timeout=120)
+    d = json_result(proc)
+    assert list(d) == ["plan", "exploration", "single_task_metrics", "files", "ledger"]
+    assert set(d["ledger"]) == {"path", "replayed", "executed"} and d["files"]["report"].endswith(".html")
+    assert f"ledger: {d['ledger']['replayed']} steps from the ledger, {d['ledger']['executed']} measured" in proc.stderr
+    assert "written: " + ", ".join(d["files"].values()) in proc.stderr
+
+
 def test_explore_reports_its_stop_and_calls_as_its_json_has_them(tmp_path):
     proc = streambed("explore", "--query", "paper-q1-linear", "--profiles", "4096", "--max-measurements", "6", *QUICK,
                      "--json", cwd=tmp_path, columns=400, timeout=120)

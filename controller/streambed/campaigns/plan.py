@@ -22,7 +22,7 @@ from ..report import plots
 from ..report.html import write_report
 from ..testbed.base import Testbed
 from ..errors import UserError
-from .base import Advance, Log, ignore, ledger_counts, open_ledger, testbed_of
+from .base import Advance, Log, ignore, open_ledger, testbed_of
 from .chain import assemble, silent
 from .explore import ExploreCampaign, point_line
 from .settings import DEFAULT_RATE_MULTIPLE, PlanSettings
@@ -39,6 +39,22 @@ class PlanOutcome:
         return {"plan": self.plan.to_dict(), "exploration": self.exploration.to_dict(),
                 "single_task_metrics": {str(m): v.to_dict() for m, v in self.single_task.items()},
                 "files": self.files}
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """What the plan campaign gives its command: the outcome, where its ledger is and how much of it was
+    replayed or measured this time."""
+
+    outcome: PlanOutcome
+    ledger_path: str
+    replayed: int
+    executed: int
+
+    def to_dict(self) -> dict:
+        """The command's JSON: the outcome with its ledger's counts."""
+        return self.outcome.to_dict() | {"ledger": {"path": self.ledger_path, "replayed": self.replayed,
+                                                    "executed": self.executed}}
 
 
 def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIPLE) -> float:
@@ -146,7 +162,7 @@ class PlanCampaign(ExploreCampaign):
             params["catch_up"] = list(s.catch_up)
         return params
 
-    def run(self, advance: Advance = ignore) -> dict:
+    def run(self, advance: Advance = ignore) -> PlanResult:
         s = self.settings
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             explorer = replace(s.explorer(), key_statistics=self.key_statistics)
@@ -154,11 +170,10 @@ class PlanCampaign(ExploreCampaign):
                                self.directory, policy=s.policy, log=self.log,
                                on_point=lambda p: advance(point_line(p)), phases=self.phases,
                                checkpoint=self.checkpoint, rate_multiple=s.rate_multiple, catch_up=s.catch_up)
-            data = outcome.to_dict()
-            data["ledger"] = ledger_counts(ledger)
+            result = PlanResult(outcome, str(ledger.path), ledger.replayed, ledger.executed)
         # the campaign's page, once its ledger holds the result (streambed report writes it again)
-        data["files"]["report"] = str(write_report(self.directory))
-        return data
+        outcome.files["report"] = str(write_report(self.directory))
+        return result
 
 
 def key_statistics(path: Path, query: Query) -> tuple[KeyStatistics, ...]:

@@ -54,8 +54,9 @@ def cmd_plan(args, out: Output) -> None:
                                  min_marginal=args.min_marginal, risk=args.risk, checkpoint_slots=args.checkpoint_slots,
                                  checkpoint_inventory=args.checkpoint_inventory, key_stats=args.key_stats,
                                  skew_probes=args.skew_probes, catch_up=args.catch_up)
-    data = run(PlanCampaign(settings, **logs(args, out)), out)
+    result = run(PlanCampaign(settings, **logs(args, out)), out)
+    data = result.to_dict()
     plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
-    out.info(f"ledger: {data['ledger']['replayed']} steps from the ledger, {data['ledger']['executed']} measured")
-    out.info("written: " + ", ".join(data["files"].values()))
+    out.info(f"ledger: {result.replayed} steps from the ledger, {result.executed} measured")
+    out.info("written: " + ", ".join(result.outcome.files.values()))
     out.result(data)
