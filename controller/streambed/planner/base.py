@@ -13,9 +13,11 @@ the method allows it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
+from .. import checks
+from ..errors import UserError
 from ..testbed.base import Testbed
 
 
@@ -94,6 +96,21 @@ class Sizing:
                 "total_memory_mb": self.total_memory_mb, "testbed_seconds": self.testbed_seconds,
                 "measurements": self.measurements, "steps": [s.to_dict() for s in self.steps],
                 "unreachable": self.unreachable, "notes": list(self.notes), "detail": dict(self.detail)}
+
+
+def method_options(method: str, defaults: Any, given: Mapping[str, Any], check: Callable[[str, Any], Any]) -> Any:
+    """A method's options: ``defaults`` (a dataclass) with the ones ``given``, each through ``check``
+    (which raises checks.Invalid for a bad value); an unknown or bad option is one line naming it."""
+    known = [f.name for f in fields(defaults)]
+    values = {}
+    for key, value in given.items():
+        if key not in known:
+            raise UserError(f"options: {method} has no option {key!r} (expected one of {', '.join(sorted(known))})")
+        try:
+            values[key] = check(key, value)
+        except checks.Invalid as e:
+            raise UserError(f"options: {method} option {key}: {e}") from None
+    return replace(defaults, **values)
 
 
 Log = Callable[[str], None]

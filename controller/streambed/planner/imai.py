@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import tempfile
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -55,7 +55,7 @@ from ..model.measurement import key_skews
 from .optimizer import ConfigurationOptimizer
 from .policies import DEFAULT_POLICY, POLICIES, policy_named
 from ..testbed.base import Testbed
-from .base import Log, PlanningRequest, Sizing, Step, silent
+from .base import Log, PlanningRequest, Sizing, Step, method_options, silent
 
 TAU = 0.10
 """Algorithm 1's discrepancy threshold (section 5.1)."""
@@ -367,16 +367,7 @@ def _option(name: str, value: Any) -> Any:
 
 def imai_options(given: Mapping[str, Any]) -> ImaiOptions:
     """The defaults with the options ``given``; an unknown or bad one is one line naming it."""
-    known = [f.name for f in fields(ImaiOptions)]
-    values = {}
-    for key, value in given.items():
-        if key not in known:
-            raise UserError(f"options: imai has no option {key!r} (expected one of {', '.join(sorted(known))})")
-        try:
-            values[key] = _option(key, value)
-        except checks.Invalid as e:
-            raise UserError(f"options: imai option {key}: {e}") from None
-    return replace(ImaiOptions(), **values)
+    return method_options("imai", ImaiOptions(), given, _option)
 
 
 class Imai:

@@ -28,7 +28,7 @@ bounds the runs (60 by default).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -37,7 +37,7 @@ from .. import checks
 from ..errors import UserError
 from ..model import SOURCE, Budget, Configuration, Measurement, Query
 from ..testbed.base import Testbed
-from .base import Log, PlanningRequest, Sizing, Step, silent
+from .base import Log, PlanningRequest, Sizing, Step, method_options, silent
 
 UTILIZATION = 0.70
 """The paper's example target: 30 % of the capacity left for recovery."""
@@ -208,16 +208,7 @@ def _option(name: str, value: Any) -> Any:
 
 def rafiki_options(given: Mapping[str, Any]) -> RafikiOptions:
     """The defaults with the options ``given``; an unknown or bad one is one line naming it."""
-    known = [f.name for f in fields(RafikiOptions)]
-    values = {}
-    for key, value in given.items():
-        if key not in known:
-            raise UserError(f"options: rafiki has no option {key!r} (expected one of {', '.join(sorted(known))})")
-        try:
-            values[key] = _option(key, value)
-        except checks.Invalid as e:
-            raise UserError(f"options: rafiki option {key}: {e}") from None
-    return replace(RafikiOptions(), **values)
+    return method_options("rafiki", RafikiOptions(), given, _option)
 
 
 class Rafiki:
