@@ -195,6 +195,24 @@ def keyed_limit(query: Query, operator: str, parallelism: int) -> int | None:
     return keygroups.max_parallelism(parallelism, query.max_parallelism)
 
 
+def observe_once(testbed: Testbed, query: Query, config: Configuration, budget: Budget, rate: float,
+                 o: LoopOptions) -> tuple[Measurement, float]:
+    """Run ``config`` on ``budget`` at ``rate``: stabilize, observe one window, stop; the window and the
+    testbed seconds it took. A window the testbed could not measure (a restart) is observed once more."""
+    t0 = testbed.now()
+    testbed.prepare(budget)
+    run = testbed.start(query.name, config, rate)
+    try:
+        testbed.wait(run, max(o.warmup_s, query.state_span_s))
+        try:
+            m = testbed.observe(run, o.window_s)
+        except TestbedError:
+            m = testbed.observe(run, o.window_s)
+    finally:
+        testbed.stop(run)
+    return m, testbed.now() - t0
+
+
 class Ds2Loop:
     """DS2's scaling loop as a planner: ``explore`` runs it at the target rate, ``plan`` reports where it
     stopped.
@@ -342,18 +360,7 @@ class Ds2Loop:
              o: LoopOptions, evidence: Ds2Evidence, phase: str, note: str = "") -> Measurement:
         """Run ``config`` at ``rate``: stabilize, observe one window, stop; recorded in the evidence.
         A window the testbed could not measure (a restart) is observed once more."""
-        t0 = testbed.now()
-        testbed.prepare(Budget(config.slots, memory_mb))
-        run = testbed.start(query.name, config, rate)
-        try:
-            testbed.wait(run, max(o.warmup_s, query.state_span_s))
-            try:
-                m = testbed.observe(run, o.window_s)
-            except TestbedError:
-                m = testbed.observe(run, o.window_s)
-        finally:
-            testbed.stop(run)
-        seconds = testbed.now() - t0
+        m, seconds = observe_once(testbed, query, config, Budget(config.slots, memory_mb), rate, o)
         evidence.testbed_seconds += seconds
         evidence.runs.append({"phase": phase, "configuration": config.as_dict(), "memory_mb": memory_mb,
                               "measurement": m.to_dict(), "testbed_seconds": seconds, "note": note})

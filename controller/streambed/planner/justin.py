@@ -26,12 +26,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from .. import checks
-from ..errors import TestbedError, UserError
+from ..errors import UserError
 from ..model import Budget, Configuration, Measurement, Query, SingleTaskMetrics
 from ..model.catchup import catch_up_factor
 from ..testbed.base import Testbed
 from .base import Log, PlanningRequest, Sizing, Step, silent
-from .ds2 import Ds2Loop, LoopOptions, loop_options, operator_metrics, scaling_target
+from .ds2 import Ds2Loop, LoopOptions, loop_options, observe_once, operator_metrics, scaling_target
 from .memory import total_memory_mb
 from .policies.ds2 import ds2
 
@@ -249,19 +249,8 @@ class Justin:
              rate: float, o: LoopOptions, evidence: JustinEvidence, states: Mapping[str, OperatorState]) -> Measurement:
         """Run ``config`` with each operator's memory at ``rate``: stabilize, observe one window, stop.
         A window the testbed could not measure (a restart) is observed once more."""
-        t0 = testbed.now()
         own = tuple((op, mb) for op, mb in memory.items() if mb != base)
-        testbed.prepare(Budget(config.slots, base, own))
-        run = testbed.start(query.name, config, rate)
-        try:
-            testbed.wait(run, max(o.warmup_s, query.state_span_s))
-            try:
-                m = testbed.observe(run, o.window_s)
-            except TestbedError:
-                m = testbed.observe(run, o.window_s)
-        finally:
-            testbed.stop(run)
-        seconds = testbed.now() - t0
+        m, seconds = observe_once(testbed, query, config, Budget(config.slots, base, own), rate, o)
         evidence.testbed_seconds += seconds
         evidence.runs.append({"configuration": config.as_dict(), "memory_by_operator": dict(memory),
                               "levels": {op: s.level for op, s in states.items()},
