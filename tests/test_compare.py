@@ -62,3 +62,33 @@ def test_unknown_query_is_refused_before_anything_runs(tmp_path):
         CompareCampaign(CompareSettings(CampaignSettings("q99", TestbedSpec(), directory=tmp_path / "c"), 1e6,
                                         methods=("ds2",)))
     assert not (tmp_path / "c").exists()
+
+
+# -- a method that needs an input the user did not give (learned: a training set) ------------------------
+
+def test_the_default_leaves_out_learned_without_a_training_set_and_says_how_to_include_it(tmp_path):
+    c = CompareCampaign(CompareSettings(CampaignSettings("q1", TestbedSpec(), directory=tmp_path / "c"), 1e6))
+    assert "learned" not in c.methods and set(c.methods) == set(PLANNERS) - {"learned"}
+    assert "--set learned.training=DIR" in c.left_out["learned"]
+    given = CompareCampaign(CompareSettings(CampaignSettings("q1", TestbedSpec(), directory=tmp_path / "d"), 1e6,
+                                            options={"learned": {"training": str(tmp_path)}}))
+    assert given.methods == tuple(PLANNERS) and given.left_out == {}
+
+
+def test_learned_asked_by_name_without_a_training_set_is_refused_in_one_line(tmp_path, capsys):
+    code = main(["compare", "--query", "q1", "--rate", "1e6", "--methods", "ds2,learned", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "learned" in err and "learned.training=DIR" in err
+    assert not (tmp_path / "compare-q1").exists()
+
+
+def test_a_bare_compare_runs_the_others_and_prints_the_left_out_line(tmp_path, capsys, monkeypatch):
+    for name in [m for m in PLANNERS if m not in ("ds2", "learned")]:  # keep the run short: ds2 and learned
+        monkeypatch.delitem(PLANNERS, name)
+    args = ["compare", "--query", "q1", "--rate", "4e6", "--max-slots", "64", "--memory", "1024", "--out", str(tmp_path)]
+    assert main(args) == 0
+    shown = capsys.readouterr()
+    assert "learned: left out, needs a training set: add --set learned.training=DIR" in shown.out + shown.err
+    assert main([*args, "--json", "--quiet", "--resume"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["method"] for r in data["rows"]] == ["ds2"] and set(data["left_out"]) == {"learned"}

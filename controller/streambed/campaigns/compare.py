@@ -5,18 +5,21 @@ Each method explores on a testbed of its own (built alike from the campaign's se
 method's runs leave nothing behind for the next) and plans for the rate; its testbed time is what it
 cost. On the simulated testbed the configuration it plans is then judged by the sim's ground truth,
 as ``streambed sim truth --plan`` judges a plan's own configuration (testbed/sim/truth.py:
-GroundTruth.configuration_mst). A Flink testbed has no ground truth: its rows say 'not judged'.
+GroundTruth.configuration_mst). A Flink testbed has no ground truth: the Capacity Estimator measures
+the configuration's MST there, where the testbed holds it (campaigns/judge.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import StreamBedError, UserError
 from ..model import Configuration
 from ..model.verdict import UNDER
 from ..planner import PLANNERS, PlanningRequest, Sizing, planner_named
+from ..planner.estimator import DEFAULT_TIMING, Timing
+from .judge import judge
 from .base import Advance, Log, ignore, open_ledger, testbed_of
 from .settings import CampaignSettings
 
@@ -38,6 +41,8 @@ class CompareSettings:
     max_measurements: int | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per method, its options (PlanningRequest.options)."""
+    judge_timing: str = DEFAULT_TIMING
+    """The estimator timing that measures each sizing's MST on a testbed without ground truth (Flink)."""
 
 
 def check_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
@@ -50,6 +55,25 @@ def check_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
     if not chosen:
         raise UserError("--methods: no planner is registered")
     return chosen
+
+
+def runnable(methods: tuple[str, ...], explicit: bool,
+             request: Callable[[str], PlanningRequest]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The methods that can run as asked, and why each other one cannot. A method says what it lacks
+    through its planner's ``missing(request)`` (learned: a training set). Asked for by name, such a
+    method is refused in one line; in the default (every registered method) it is left out, with the
+    line saying how to include it, so that a bare ``compare`` runs to the end."""
+    kept, left_out = [], {}
+    for name in methods:
+        missing = getattr(planner_named(name), "missing", None)
+        why = missing(request(name)) if callable(missing) else None
+        if why is None:
+            kept.append(name)
+        elif explicit:
+            raise UserError(f"--methods: {name} {why}")
+        else:
+            left_out[name] = why
+    return tuple(kept), left_out
 
 
 def verdict(mst: float | None, rate: float) -> str:
@@ -76,6 +100,10 @@ class CompareCampaign:
             planner = planner_named(name)
             if callable(getattr(planner, "options", None)):
                 planner.options(self.request(name))
+        self.methods, self.left_out = runnable(self.methods, bool(settings.methods), self.request)
+        if not self.methods:
+            raise UserError("--methods: no method can run as asked (" + "; ".join(
+                f"{m} {why}" for m, why in self.left_out.items()) + ")")
         c = settings.campaign
         self._testbed = testbed_of(c, status)  # refuses a bad query, profile or testbed before anything runs
         self.query = self._testbed.query(c.query)
@@ -83,6 +111,10 @@ class CompareCampaign:
         for memory in settings.memories:
             info.check_memory(memory, "--memory")
         self.truth = self._ground_truth() if c.testbed.name == "sim" else None
+        try:
+            self.judge_timing = Timing.named(settings.judge_timing)
+        except UserError as e:
+            raise UserError(f"--judge-timing: {e}") from None
         self.directory = c.directory_for(self.kind)
         self.title = f"comparing {len(self.methods)} method(s) on {self.query.name} at {settings.rate:,.0f} events/s"
         self.total = len(self.methods)
@@ -114,11 +146,12 @@ class CompareCampaign:
         rows = []
         with open_ledger(self.settings.campaign, self.kind, self.params()) as ledger:
             for i, method in enumerate(self.methods):
-                row = ledger.step(f"method:{method}", lambda: self._method(method, first=i == 0))
+                row = ledger.step(f"method:{method}", lambda: self._method(method, ledger, first=i == 0))
                 rows.append(row)
                 advance(row_line(row))
             data = {"query": self.query.name, "rate": self.settings.rate,
-                    "testbed": self.settings.campaign.testbed.name, "rows": rows, "ledger": str(ledger.path)}
+                    "testbed": self.settings.campaign.testbed.name, "rows": rows, "ledger": str(ledger.path),
+                    "left_out": dict(self.left_out)}
             ledger.set_result(data)
         return data
 
@@ -127,7 +160,7 @@ class CompareCampaign:
         return PlanningRequest(s.campaign.query, s.rate, memories=tuple(s.memories), seed=s.campaign.seed,
                                max_measurements=s.max_measurements, options=dict(s.options.get(method, {})))
 
-    def _method(self, method: str, first: bool) -> dict:
+    def _method(self, method: str, ledger, first: bool) -> dict:
         s = self.settings
         request = self.request(method)
         testbed = self._testbed if first else testbed_of(s.campaign, self.status)
@@ -139,14 +172,16 @@ class CompareCampaign:
             return {"method": method, "verdict": FAILED, "error": str(e), "slots": None, "memory_mb": None,
                     "total_memory_mb": None, "testbed_seconds": None, "steps": None, "mst": None,
                     "mst_over_rate": None, "sizing": None}
-        return self._judged(sizing)
+        return self._judged(sizing, testbed, ledger)
 
-    def _judged(self, sizing: Sizing) -> dict:
+    def _judged(self, sizing: Sizing, testbed, ledger) -> dict:
         mst, bottleneck = None, None
         if sizing.configuration is None:
             what = UNREACHABLE
         elif self.truth is None:
-            what = NOT_JUDGED
+            self.status(f"{sizing.method}: measuring its configuration's MST on the testbed")
+            judged = judge(testbed, self.query, sizing, ledger, self.judge_timing, self.log)
+            mst, what = judged.mst, judged.verdict(sizing.rate, SUSTAINS, UNDER)
         else:
             self.status(f"{sizing.method}: judging its configuration by the sim's ground truth")
             mp = sizing.detail.get("max_parallelism") if isinstance(sizing.detail, Mapping) else None

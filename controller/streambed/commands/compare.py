@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..planner.estimator import DEFAULT_TIMING, TIMINGS
 from ..report.console import Output
 from .args import count, memory_list, name_list, rate
 from .common import campaign_options, campaign_settings, logs, output_options, run
@@ -42,6 +43,9 @@ def register(sub) -> None:
     sp.add_argument("--set", dest="options", type=method_option, action="append", default=[],
                     metavar="METHOD.OPTION=VALUE", help="a method's option, e.g. ds2.utilization=0.8 (repeatable; "
                                                         "docs/compare.md lists them)")
+    sp.add_argument("--judge-timing", default=DEFAULT_TIMING,
+                    help=f"estimator timing that measures each plan's MST on Flink: {', '.join(TIMINGS)} "
+                         f"(default {DEFAULT_TIMING})")
     sp.add_argument("--out", type=Path, help="directory of the campaigns: <out>/compare-<query> (default: "
                                              "--campaign-dir, else campaigns/)")
     campaign_options(sp, "compare", testbed_size=True)
@@ -63,7 +67,8 @@ def _settings(args, query: str):
     for method, key, value in args.options:
         options.setdefault(method, {})[key] = value
     return CompareSettings(campaign, args.rate, methods=tuple(args.methods), memories=tuple(args.memory or ()),
-                           max_measurements=args.max_measurements, options=options)
+                           max_measurements=args.max_measurements, options=options,
+                           judge_timing=args.judge_timing)
 
 
 def _cell(value, fmt: str) -> str:
@@ -85,6 +90,8 @@ def cmd_compare(args, out: Output) -> None:
         for r in data["rows"]:
             for note in r.get("notes") or ():
                 out.info(f"{r['method']}: {note}")
+        for method, why in data.get("left_out", {}).items():
+            out.info(f"{method}: left out, {why}")
         out.info(f"ledger: {data['ledger']}")
         results.append(data)
     out.result(results[0] if len(results) == 1 else results)

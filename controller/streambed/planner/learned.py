@@ -356,11 +356,18 @@ class LearnedCostModel:
         """The request's options, checked (one line naming a bad one)."""
         return learned_options(request.options)
 
+    def missing(self, request: PlanningRequest) -> str | None:
+        """What the method lacks to run as asked (a training set), in words a user can act on; None: nothing.
+        ``streambed compare`` leaves the method out of its default for it, and refuses it by name."""
+        if self.options(request).training is None:
+            return ("needs a training set: add --set learned.training=DIR (python bench/methods_learned.py "
+                    "--cache DIR builds one)")
+        return None
+
     def explore(self, testbed: Testbed, request: PlanningRequest, log: Log = silent) -> LearnedEvidence:
         o = self.options(request)
         if o.training is None:
-            raise UserError("options: learned option training: expected the directory of a training set "
-                            "(--set learned.training=DIR; python bench/methods_learned.py --cache DIR builds one)")
+            raise UserError(f"options: learned option training: {self.missing(request)}")
         training = TrainingSet.load(o.training, "options: learned option training")
         records = training.records[:o.max_records] if o.max_records else training.records
         info = testbed.info()
