@@ -2,11 +2,14 @@
 
 Every measured number has one home (docs/results.md for the headline figures, docs/evaluation.md for
 the evaluation's tables) with the command that measured it; other docs link to it. A figure copied
-into a second doc goes stale there when it is measured again, so this lists every number that occurs
-in two or more of README.md and docs/*.md: numbers of at least three significant digits, and numbers
-with a unit (events/s, %, s, MB, slots, ...). Text in code spans and code blocks is commands, options
-and sample output, not claims, and is skipped; so are dates, years, identifiers (q11, FLINK-38558)
-and the values of ALLOWED, which are settings and constants rather than measurements.
+into a second doc goes stale there when it is measured again, so this lists every figure that occurs
+in two or more of README.md and docs/*.md. A figure is an integer of at least three significant
+digits, a decimal of at least four, or a number with a unit (events/s, %, ×, s, MB, slots, M, ...)
+that has a fraction or three significant digits: values such as 3 %, 15 min or a ratio of 1.03
+recur by chance in unrelated sentences and name no one figure. Text in code spans and code blocks
+(commands, options, sample output), dates, years, versions, addresses and identifiers (q11,
+FLINK-38558) are skipped; ALLOWED lists settings and the paper's published figures, COINCIDENT the
+different figures that share a value, each with its docs and why.
 
 Run: .venv/bin/python bench/doc_numbers.py [--root DIR]   (exit 1 when a number repeats)
 """
