@@ -1,5 +1,5 @@
 """Benchmark: the Capacity Estimator's MST against the sim's steady-state truth of the same configuration
-(issue #11: within +-5 % for q1, q5 and q8 at 8-48 slots), and the testbed time each estimate costs.
+(target: within +-5 % for q1, q5 and q8 at 8-48 slots), and the testbed time each estimate costs.
 Prints numbers; asserts nothing.
 Run: .venv/bin/python bench/estimator_accuracy.py [--queries q1,q5,q8] [--slots 8,16,32,48]
 """

@@ -1,6 +1,6 @@
 """Benchmark: the planner's own computations (no testbed), against the paper's figures.
 
-* BIDS2 (PuLP + CBC) for an 8-operator query at 2,000 slots, the size issue 3 names. Section VIII:
+* BIDS2 (PuLP + CBC) for an 8-operator query at 2,000 slots, a production-sized cluster. Section VIII:
   "The CO optimization itself takes about 100 ms" (its q5 and q8 have 8 operators).
 * The inverse solve (section VI, "Model usage") of the paper's q5 model for its Table IV rate, and
   the worst case: a model whose prediction does not grow with P, scanned over 100,000 slots.

@@ -1,6 +1,6 @@
 """Benchmark: how much faster than real time the simulated testbed runs a large job.
 
-Target (issue #2): an 8-operator job at 1,000 slots at 1,000x real time or faster on one core.
+Target: an 8-operator job at 1,000 slots at 1,000x real time or faster on one core.
 Prints numbers; asserts nothing (speed belongs in benchmarks, not in tests).
 Run: make bench   (or: .venv/bin/python bench/sim_speed.py)
 """

@@ -482,7 +482,7 @@ def summarize(spark, windows_df, operators_df) -> dict:
     """The tables: ``windows`` and ``operators_windows`` as given, ``runs`` and ``operators`` aggregated
     (columns: COLUMN_DOCS); lazy, nothing runs until they are written. Percentiles are exact (Spark's
     ``percentile``: linear interpolation between the windows' values), not approximate: a run has tens
-    of windows, where an approximation saves nothing and is less right. (``spark`` is unused today; it
+    of windows, where an approximation saves nothing and is less right. (``spark`` is not read here; it
     keeps the signature of the jobs, which take the session they run on.)"""
     from pyspark.sql import functions as F
 

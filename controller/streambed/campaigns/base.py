@@ -60,7 +60,7 @@ def replay_of(campaign: CampaignSettings, timing: Timing | None) -> Replay:
 
 def input_params(campaign: CampaignSettings) -> dict:
     """What a replay adds to a campaign's params (a resume on other data is refused); nothing for the
-    generator, so that ledgers from before replays existed still resume."""
+    generator, whose campaigns thus keep the params every generator ledger was recorded with and resume."""
     if not campaign.input:
         return {}
     return {"input": campaign.input, "input_rate": campaign.input_rate}

@@ -40,7 +40,7 @@ class ExploreCampaign:
 
     def params(self) -> dict:
         c, s = self.settings.campaign, self.settings
-        # "profiles" is the recorded name of the memories explored: ledgers written before the rename resume
+        # the memories explored are recorded under "profiles", the key every exploration ledger has, so each resumes
         params = {"testbed": c.testbed.name, "query": self.query.name, "profiles": self.memories, "seed": c.seed,
                   "timing": self.timing.name, "max_slots": self.info.max_slots,
                   "max_measurements": s.max_measurements}

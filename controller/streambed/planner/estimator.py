@@ -288,7 +288,7 @@ def iteration_budget(budget: int, i: int, max_rate: float, max_iterations: int) 
 def sustained_rate(rate: float, m: Measurement) -> float:
     """What a sustained window shows the configuration holds: the achieved rate, capped at the asked
     rate, since a source that emitted more than it was asked (timer jitter, a catch-up burst) shows
-    the job took the surplus for a few seconds, not that it holds it (issue 12)."""
+    the job took the surplus for a few seconds, not that it holds it."""
     return min(rate, m.achieved_rate)
 
 
