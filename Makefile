@@ -101,12 +101,18 @@ stop: $(VENV)/.installed
 
 # Nexmark data at rest, generated with Spark into the data lake (docs/data.md):
 #   make datagen QUERY=q5 EVENTS=200000 [DATALAKE=<dir>] [SEED=0]
+# ENV=<cluster> (lab, ec2...): on the Spark cluster of inventories/$(ENV), into its shared lake
+# (spark_lake_dir; DATALAKE= only to write elsewhere), the driver run as the Spark service user the
+# executors run as (root becomes it): one owner for the lake, as on a real cluster's shared lake.
 DATALAKE ?= datalake
 EVENTS ?=
 SEED ?= 0
+DATAGEN_CLUSTER = $(filter-out local,$(ENV))
+DATAGEN_LAKE = $(if $(DATAGEN_CLUSTER),$(if $(filter command line environment,$(origin DATALAKE)),--lake $(DATALAKE)),--lake $(DATALAKE))
 datagen: $(VENV)/.installed
 	$(if $(EVENTS),,$(error EVENTS is required: make datagen QUERY=q5 EVENTS=200000 [DATALAKE=<dir>]))
-	$(STREAMBED) data generate --events $(EVENTS) --seed $(SEED) --query $(QUERY) --lake $(DATALAKE)
+	$(STREAMBED) data generate --events $(EVENTS) --seed $(SEED) --query $(QUERY) $(DATAGEN_LAKE) \
+		$(if $(DATAGEN_CLUSTER),--inventory inventories/$(ENV))
 
 # Infrastructure (docs/infrastructure.md): ENV is a directory of terraform/examples and the inventory
 # inventories/$(ENV) it renders. ENV=local provisions nothing and writes inventories/local.

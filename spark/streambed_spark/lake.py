@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
@@ -23,6 +25,7 @@ from streambed.errors import UserError
 from streambed.files import fsync_dir
 
 from . import nexmark
+from .session import failure_line
 
 FORMATS = ("json", "parquet")
 CHUNK_EVENTS = 1_000_000
@@ -31,6 +34,7 @@ into their place in event order before the next begins."""
 
 Progress = Callable[[int, int], None]
 """(events written, events in all)"""
+
 
 
 class _Staging:
@@ -124,6 +128,9 @@ def generate(spark: SparkSession, spec: nexmark.StreamSpec, lake: Path, name: st
             staging.write(nexmark.events(spark, spec, start, end, partitions))
             progress(end, spec.events)
         return staging.commit(ds.DataSet(name, lake / name, spec.events, _kinds_generated(spec.events), {}, origin)), True
+    except (Py4JError, PySparkException) as e:  # the job failed on the cluster: one line, not its stack trace
+        staging.abort()
+        raise UserError(f"data generate: the Spark job writing {lake / name} failed: {failure_line(str(e))}") from None
     except BaseException:
         staging.abort()
         raise

@@ -40,6 +40,26 @@ def session(settings: SparkSettings = SparkSettings()):
                .config("spark.driver.memory", settings.driver_memory))
     for key, value in settings.conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    from streambed.errors import UserError
+
+    try:
+        spark = builder.getOrCreate()
+    except (Py4JError, PySparkException) as e:  # e.g. a master that does not answer: one line
+        raise UserError(f"Spark master {settings.master}: no session: {failure_line(str(e))}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def failure_line(text: str) -> str:
+    """One line for a failed Spark job, from the text of its error (a Java stack trace, often several
+    causes deep): the innermost ``Caused by:`` without its exception class, else the first line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    causes = [ln[len("Caused by:"):].strip() for ln in lines if ln.startswith("Caused by:")]
+    line = causes[-1] if causes else (lines[0] if lines else "no message")
+    exception, sep, message = line.partition(": ")
+    if sep and message and "." in exception and " " not in exception:  # java.io.IOException: Mkdirs failed ...
+        line = message
+    return line[:300]

@@ -53,7 +53,11 @@ def _generate_parser(dsub, lake_option, spark_option) -> None:
                      help=f"where --query's SQL is (default {DEFAULT_QUERIES_DIR})")
     gen.add_argument("--formats", default="json,parquet", help="json, parquet or both (default)")
     gen.add_argument("--partitions", type=count, help="files per million events (default: Spark's parallelism)")
-    lake_option(gen)
+    gen.add_argument("--inventory", type=Path,
+                     help="a cluster's inventory: its Spark master and shared lake (spark_lake_dir) unless --master "
+                          "or --lake say otherwise; the driver runs as its Spark service user (started as root, it becomes it)")
+    gen.add_argument("--lake", type=Path, help="the data lake directory (default: the --inventory's lake, else "
+                                               "$DATALAKE, else datalake)")
     spark_option(gen)
     output_options(gen)
     gen.set_defaults(func=cmd_generate)
@@ -131,14 +135,30 @@ def _query_sql(args) -> str | None:
     return path.read_text()
 
 
-def _spark(args, out: Output):
+def _spark(args, out: Output, conf: dict[str, str] | None = None):
     try:
         from streambed_spark.session import SparkSettings, session
     except ModuleNotFoundError as e:
         raise missing_extra(f"streambed data {args.data_command}", e) or UserError(
             f"streambed data: needs the module {e.name}, which is not installed; run make install") from None
     out.status("starting Spark")
-    return session(SparkSettings(master=args.master) if args.master else SparkSettings())
+    settings = SparkSettings(master=args.master) if args.master else SparkSettings()
+    return session(SparkSettings(settings.master, conf=conf) if conf else settings)
+
+
+def _cluster_driver(args) -> dict[str, str]:
+    """With --inventory: its master and lake where the options name none, this process as the lake's
+    owner (the executors' user), and the driver's address toward the master (Spark settings)."""
+    from ..infra.provider import Inventory
+    from ..infra.spark import become_lake_owner, driver_address, spark_cluster
+
+    cluster = spark_cluster(Inventory.load(args.inventory))
+    args.lake = args.lake or cluster.lake
+    args.master = args.master or cluster.master_url
+    address = driver_address(cluster)
+    if args.lake == cluster.lake:
+        become_lake_owner(cluster)
+    return {"spark.driver.host": address, "spark.driver.bindAddress": address}
 
 
 def _show(out: Output, d: ds.DataSet, verb: str) -> None:
@@ -157,7 +177,9 @@ def cmd_generate(args, out: Output) -> None:
         raise UserError(f"--name: expected letters, digits, '_', '.' and '-', got {name!r:.60}")
     sql = _query_sql(args)
     spec = nexmark.StreamSpec(events=args.events, seed=args.seed, rate=args.rate)
-    spark = _spark(args, out)
+    conf = _cluster_driver(args) if args.inventory else None
+    args.lake = args.lake or Path(os.environ.get("DATALAKE") or ds.DEFAULT_LAKE)
+    spark = _spark(args, out, conf)
     partitions = args.partitions
     chunk = lake.CHUNK_EVENTS
     with out.progress(f"generating {args.events:,} Nexmark events into {args.lake / name}", total=args.events) as step:

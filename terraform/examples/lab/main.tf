@@ -9,6 +9,8 @@
 locals {
   repository = abspath("${path.root}/../../..")
   lab_dir    = coalesce(var.lab_dir, "${local.repository}/.streambed/lab/${var.name}")
+  # Not under lab_dir: that is 0700 (it holds the admin's key), and the Spark user must reach the lake.
+  lake_dir = coalesce(var.lake_dir, "/var/tmp/streambed-${var.name}-lake")
   # Flink and Spark as the controller's venv has them (PyPI): the hosts share this machine's file
   # system, and nothing can be downloaded here (a cloud's inventory says flink_install: tarball).
   venv_lib = "${local.repository}/.venv/lib"
@@ -20,7 +22,7 @@ locals {
     # No Kafka distribution can be had here, and no Kafka-compatible broker that installs passes the
     # conformance test (docs/data.md): the Kafka node gets its data disk and no broker.
     # Nor can Grafana: its configuration and both datasources are rendered, no server runs.
-    { kafka_distribution = "none", grafana_distribution = "none" },
+    { kafka_distribution = "none", grafana_distribution = "none", spark_lake_dir = local.lake_dir },
   )
 }
 

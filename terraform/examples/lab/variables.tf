@@ -83,3 +83,9 @@ variable "group_vars" {
   type        = map(any)
   default     = {}
 }
+
+variable "lake_dir" {
+  description = "The data lake the lab's Spark cluster writes (spark_lake_dir): shared by every host and this machine, owned by the Spark service user. Empty: /var/tmp/streambed-<name>-lake. Data at rest: destroy leaves it."
+  type        = string
+  default     = ""
+}
