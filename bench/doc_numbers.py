@@ -88,8 +88,8 @@ CODE_SPAN = re.compile(r"`[^`]*`")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 VERSION = re.compile(r"\b\d+(?:\.\d+){2,}\b")  # 127.0.0.1, 0.6.0: addresses and versions
 # A number: thousands separated by commas or plain digits, an optional fraction, then an optional unit.
-NUMBER = re.compile(r"(?<![\w.,/#])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d\w])(?:[ -]?(events/s|ev/s|records/s|bids/s"
-                    r"|%|×|ms|min|cores?|slots?|tests|KB|MB|GB|M|s|h)(?![\w/]))?")
+NUMBER = re.compile(r"(?<![\w.,/#])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE]([+-]?\d+))?(?![\d\w])"
+                    r"(?:[ -]?(events/s|ev/s|records/s|bids/s|%|×|ms|min|cores?|slots?|tests|KB|MB|GB|M|s|h)(?![\w/]))?")
 
 
 @dataclass(frozen=True)
@@ -117,13 +117,15 @@ def figures(line: str) -> list[tuple[str, str]]:
     prose = VERSION.sub(" ", DATE.sub(" ", CODE_SPAN.sub(" ", line)))
     found = []
     for match in NUMBER.finditer(prose):
-        whole, fraction, unit = match.group(1), match.group(2) or "", match.group(3)
+        whole, fraction, exponent, unit = match.group(1), match.group(2) or "", match.group(3), match.group(4)
         start = match.start()
         if start >= 2 and prose[start - 1] == "-" and prose[start - 2].isalpha():
             continue  # an identifier such as FLINK-38558
-        if prose[match.end(1) + len(fraction):match.end(1) + len(fraction) + 1] in ("e", "E"):
-            continue  # 5e5: a rate option, written as the command takes it
         number = whole + fraction
+        if exponent is not None:
+            if fraction:  # 4.7e-8, 4.37e+08: a figure in scientific notation
+                found.append((f"{number.replace(',', '')}e{int(exponent)}", match.group(0)))
+            continue  # 5e5: a rate option, written as the command takes it
         digits = significant_digits(number)
         if unit and (digits >= 3 or fraction):
             key = f"{number.replace(',', '')} {UNITS[unit]}"

@@ -85,6 +85,7 @@ def test_significant_digits(number, digits):
     ("run 2026-11-27, in 2024, FLINK-38558, q11, 127.0.0.1, Tansu 0.6.0, --rate 5e5", []),
     ("1.32 × apart, 12.5 % of it, 15.2 M events/s", ["1.32 ×", "12.5 %", "15.2 M"]),
     ("3 %, 15 min, 48 slots and a ratio of 1.03", []),
+    ("objectives within 4.7e-8 at a target of 4.37e+08", ["4.7e-8", "4.37e8"]),
     ("the `--memory 1024` option and 0.12-core slots", ["0.12 core"]),
 ])
 def test_figures_of_a_line(line, keys):
