@@ -18,6 +18,9 @@ Sections (issues #3 and #11):
   G. Generated workloads (`streambed sim generate`): random plausible profiles planned at 1.5, 3, 10 and
      25x their 48-slot MST at two memories per slot, every entry judged by the plan's own configuration
      as section A judges it (its own MST / target, slots / true minimum, wrong "unreachable").
+  M. Every registered way to size a job (`streambed compare`: StreamBed, DS2, the autoscaler, Imai, Rafiki,
+     Justin) on the five Nexmark profiles and generated ones (--methods-count, --methods-seed), each plan
+     judged by the sim's truth (bench/methods_compare.py).
 Prints tables and writes everything to <out>/evaluation.json. Asserts nothing.
 """
 
@@ -42,6 +45,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streambed.campaigns.plan import run_plan
+from streambed.campaigns.settings import PlanRequest
 from streambed.commands import args as cli_args
 from streambed.campaigns.chain import assemble
 from streambed.planner.policies import DEFAULT_POLICY
@@ -111,9 +115,9 @@ def plan_campaign(out: Path, query: str, rate: float, memories, timing: str, see
         settings = replace(settings, min_marginal=min_marginal)
     if risk is not None:
         settings = replace(settings, risk=risk)
+    request = PlanRequest(query, tuple(memories), rate=rate, timing=timing, policy=policy, explorer=settings)
     with Ledger.open(out, "plan", {"query": query, "rate": rate}, resume=False) as ledger:
-        return run_plan(tb, ledger, query, rate, memories, Timing.named(timing), settings, out, policy=policy,
-                        checkpoint=staged)
+        return run_plan(tb, ledger, request, out, checkpoint=staged)
 
 
 # -- A ------------------------------------------------------------------------------------------------
@@ -745,6 +749,25 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     return {"records": records, "rows": rows, "errors": errors, "summary": s}
 
 
+def section_m(out_dir: Path, count: int, profile_seed: int, case_timeout_s: float) -> dict:
+    """Every registered way to size a job (``streambed compare``) on the five Nexmark profiles and ``count``
+    generated ones of ``profile_seed``, each plan judged by the sim's truth (bench/methods_compare.py)."""
+    from methods_compare import compare_methods, row_line
+
+    result = compare_methods(out_dir, count=count, seed=profile_seed, case_timeout_s=case_timeout_s,
+                             log=lambda line: console.print(f"M {line}", markup=False))
+    for kind in ("nexmark", "generated", "all"):
+        table(f"M. the methods on {kind} profiles ({len(result['nexmark'])} Nexmark, {result['generated_profiles']} "
+              f"generated of seed {profile_seed}), judged by the sim's truth",
+              ("method", "profiles", "sustains", "under", "unreachable", "failed/stopped", "cheapest sustaining",
+               "median slots", "median total MB", "median MST / rate", "median testbed min"),
+              [tuple(s.values()) for s in result["summary"][kind]])
+    for r in result["rows"]:
+        if r["verdict"] != "sustains":
+            console.print(f"M not sustained: {row_line(r)}", markup=False)
+    return result
+
+
 def finite(value):
     """JSON has no infinity or NaN (Python would write them anyway): they become null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -759,7 +782,7 @@ def finite(value):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="campaigns/evaluate", help="campaign ledgers, plots and evaluation.json")
-    parser.add_argument("--sections", default="ABCDEG")
+    parser.add_argument("--sections", default="ABCDEGM")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per analytic profile and noise level (section B)")
     parser.add_argument("--noise", type=parse_noise_levels, default=parse_noise_levels(DEFAULT_NOISE),
                         help="section B's run-to-run noise levels, in percent, comma-separated; 'shipped' is each "
@@ -781,6 +804,11 @@ def main() -> int:
     parser.add_argument("--generated-case-timeout", type=cli_args.positive_number, default=1800.0,
                         help="section G: seconds of wall time after which one case (a profile at one multiple) "
                              "is stopped and listed instead of judged")
+    parser.add_argument("--methods-count", type=cli_args.count, default=50,
+                        help="section M: how many generated profiles the methods are compared on (the first N of --methods-seed)")
+    parser.add_argument("--methods-seed", type=cli_args.seed, default=20261128, help="section M: the profiles' seed")
+    parser.add_argument("--methods-case-timeout", type=cli_args.positive_number, default=1800.0,
+                        help="section M: seconds of wall time after which one method on one profile is stopped")
     parser.add_argument("--risk", type=float, default=None,
                         help="section A: size plans for this risk of under-provisioning instead of the 1.10 factor")
     args = parser.parse_args()
@@ -802,7 +830,9 @@ def main() -> int:
                                                     explorer=explorer, label="E")),
                 ("G", "G_generated", lambda: section_g(out / "G", args.generated_count, args.generated_seed,
                                                        args.jobs, seed=args.seed_a,
-                                                       case_timeout_s=args.generated_case_timeout)))
+                                                       case_timeout_s=args.generated_case_timeout)),
+                ("M", "M_methods", lambda: section_m(out / "M", args.methods_count, args.methods_seed,
+                                                     args.methods_case_timeout)))
     for letter, key, run in sections:
         if letter in args.sections:
             started = time.time()

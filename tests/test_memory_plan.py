@@ -62,3 +62,48 @@ def test_the_plan_picks_the_entry_with_the_least_memory_per_operator_and_names_t
     assert smallest_memory(plan) is large
     assert one_size(plan) is small  # one size for all: 11 x 512 = 5,632 MB against 3 x 2048 = 6,144
     assert Plan.from_dict(plan.to_dict()).entries[1].memory_by_operator == {"map": 512, "join": 2048}
+
+
+# -- on the sim: a memory-bound profile, judged by the truth ------------------------------------------------
+
+def memory_bound_profile():
+    """A map of 50,000 records/s per task and an aggregate whose 600-MB working set fits 2048 MB per slot
+    (200,000 records/s per task there) and misses at 512 or 1024 MB, where it needs many tasks."""
+    from streambed.testbed.sim.profile import parse_profile
+
+    return parse_profile({"name": "memory-bound", "defaults": {"noise": 0.0}, "operators": [
+        {"name": "m", "kind": "map", "rate": 50_000, "inputs": [{"from": "source"}]},
+        {"name": "agg", "kind": "aggregate", "rate": 200_000, "keys": {"count": 1000, "zipf": 0},
+         "inputs": [{"from": "m", "partitioning": "hash"}],
+         "state": {"working_set_mb": 600, "bytes_per_record": 100, "retention_s": 10, "miss_penalty": 36.0,
+                   "miss_exponent": 0.9, "warmup_s": 1, "warmup_speedup": 1.0}},
+        {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]}]}, "memory-bound.yaml")
+
+
+@pytest.mark.slow  # an exploration and two searches of the truth: about 1 min on an idle machine
+def test_a_memory_bound_plan_with_memory_per_operator_uses_less_than_the_best_single_size_by_the_truth():
+    from streambed.model import Configuration
+    from streambed.planner import PlanningRequest, planner_named
+    from streambed.testbed.sim.operator_memory import OperatorMemoryTruth
+    from streambed.testbed.sim.testbed import SimSettings, SimTestbed
+    from streambed.testbed.sim.truth import GroundTruth
+
+    profile, rate = memory_bound_profile(), 150_000.0
+    request = PlanningRequest(profile.name, rate, max_measurements=8, options={"timing": "quick"})
+    planner = planner_named("streambed")
+    sizing = planner.plan(planner.explore(SimTestbed(profile, SimSettings(max_slots=16)), request), request)
+    assert sizing.memory_by_operator and sizing.memory_by_operator["m"] < sizing.memory_by_operator["agg"]
+    configuration = Configuration.of(profile.query(), dict(sizing.configuration))
+    truth = OperatorMemoryTruth(profile, sizing.memory_by_operator).configuration_mst(configuration, sizing.memory_mb)
+    assert truth.mst >= rate  # the plan holds, each operator's tasks on their own memory
+    total = sizing.total_memory_mb
+    # no single size reaches the rate within that total: at each memory per slot, the best configuration
+    # of the slots the total buys (the truth's own search) falls short, or the slots cannot hold the job
+    judged = 0
+    for memory in (512, 1024, 2048, 4096):
+        slots = total // memory
+        if slots >= len(profile.operators):
+            assert GroundTruth(profile).true_mst(slots, memory).mst < rate, memory
+            judged += 1
+    assert judged >= 2  # 512 and 1024 MB per slot buy enough slots to be judged
+    assert any("memory per operator" in n and "less" in n for n in sizing.notes)
