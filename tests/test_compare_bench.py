@@ -39,3 +39,25 @@ def test_markdown_rows_show_a_dash_where_a_row_has_no_plan_or_no_rate():
     lines = markdown_rows([row("g", "ds2", "stopped") | {"rate": None}, ROWS[0]])
     assert lines[2] == "| g | - | ds2 | - | - | - | - | - | stopped |"
     assert lines[3] == "| q1 | 1,000,000 | ds2 | 13 | 512 | 6,656 | 1.03 | 9 | sustains |"
+
+
+def test_a_case_past_its_wall_time_is_stopped_and_a_crash_is_not_kept(tmp_path, monkeypatch):
+    import time
+
+    import methods_compare
+
+    def fake(out_dir, name, profile, rate, method, seed, options):
+        if method == "slow":
+            time.sleep(30)
+        if method == "broken":
+            raise AttributeError("a bug")
+        return row(name, method, "sustains", 3, 512, 1.2, 60)
+
+    monkeypatch.setattr(methods_compare, "compare_row", fake)
+    cases = [(tmp_path, "q1", None, 1e6, m, 0, {}) for m in ("slow", "broken", "fine")]
+    started = time.time()
+    rows = methods_compare.run_cases(cases, tmp_path, timeout_s=1.0)
+    assert time.time() - started < 20
+    assert [(r["method"], r["verdict"]) for r in rows] == [("slow", "stopped"), ("broken", "failed"), ("fine", "sustains")]
+    assert "a bug" in rows[1]["error"] and rows[1]["crashed"]
+    assert sorted(p.name for p in (tmp_path / "q1").iterdir()) == ["fine.json", "slow.json"]  # the crash runs again
