@@ -4,6 +4,8 @@ size of production (paper section VIII)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Callable
 
 from ..errors import UserError
 from ..planner.estimator import NO_PHASES, Phases
@@ -11,11 +13,12 @@ from ..files import write_text
 from ..model import Budget, Configuration, Plan, PlanEntry, Query, TestbedInfo
 from ..model.catchup import CatchUp
 from ..records import read_plan
+from ..report.grafana.annotations import GrafanaAnnotations
 from ..report.html import write_report
 from ..planner.validation import RunVerdict, drain_run, validate
 from .replan import plan_within
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
-from .settings import DEFAULT_MEMORY_MB, ValidateSettings
+from .settings import DEFAULT_MEMORY_MB, TestbedSpec, ValidateSettings
 
 
 def _choose_memory(plan: Plan, settings: ValidateSettings, offered: tuple[int, ...], log: Log) -> int:
@@ -71,6 +74,20 @@ def _plan_entry(settings: ValidateSettings, query: Query, info: TestbedInfo,
         raise UserError(f"--plan: the plan found no budget for {memory_mb} MB per slot (unreachable rate; "
                         f"--within-cluster validates the plan for the highest rate it serves on this cluster)")
     return plan, entry, False
+
+
+def cluster_of(spec: TestbedSpec, testbed: str, default_inventory: Callable[[], Path] | None = None) -> dict:
+    """The cluster a validation runs on, as its JSON, report and annotations name it: a deployed testbed's
+    inventory directory (inventories/lab-production -> lab-production; without --inventory, the
+    provider's), else the testbed's name (sim); ``testbed`` is what the testbed calls itself (its
+    JobManager's address)."""
+    inventory = spec.inventory
+    if inventory is None and spec.name == "flink":
+        if default_inventory is None:
+            from ..infra.local import default_inventory
+        inventory = default_inventory()
+    name = Path(inventory).resolve().name if inventory is not None else spec.name
+    return {"name": name, "inventory": str(inventory) if inventory is not None else None, "testbed": testbed}
 
 
 def check_fits(info, budget: Budget, what: str, remedy: str = "plan a rate it holds") -> None:
@@ -134,6 +151,10 @@ class ValidateCampaign:
         own = self.plan.catch_up if self.plan is not None and not self.replanned and not s.rate else None
         self.catch_up = (CatchUp(*s.catch_up, own.rate if own else self.rate) if s.catch_up else own)
         self.total = len(s.runs.multipliers) + (self.catch_up is not None)
+        self.cluster = cluster_of(s.campaign.testbed, info.name)
+        self.title += f" on {self.cluster['name']}"
+        if isinstance(phases, GrafanaAnnotations) and self.cluster["inventory"]:
+            phases.on_cluster(self.cluster["name"])
 
     def params(self) -> dict:
         c, r = self.settings.campaign, self.settings.runs
@@ -155,7 +176,7 @@ class ValidateCampaign:
                 report.drain = drain_run(self.testbed, ledger, self.query.name, self.budget, self.configuration,
                                          self.catch_up, phases=self.phases)
                 advance(f"catch-up: {report.drain.verdict}" if report.drain else "catch-up: not run")
-            data = report.to_dict()
+            data = {**report.to_dict(), "cluster": self.cluster}
             if self.catch_up is not None and report.drain is None:
                 data["catch_up"] = {**self.catch_up.to_dict(), "verdict": "not run",
                                     "why": f"the {self.testbed.info().name} testbed cannot start a job behind a backlog "

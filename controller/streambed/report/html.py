@@ -338,7 +338,10 @@ def validation_section(c: Campaign) -> Section:
     rec = Recorder()
     validation_table(rec, v)
     verdict = v["verdict"]
-    s.body = (f'<p class="verdict">Verdict: <b>{esc(verdict)}</b> ({v["slots"]:,} slots x {v["memory_mb"]} MB per slot '
+    cluster = v.get("cluster")
+    where = (f'<p class="cluster">On the cluster <b>{esc(cluster["name"])}</b> ({esc(cluster["testbed"])}'
+             + (f', inventory {esc(cluster["inventory"])}' if cluster.get("inventory") else "") + ")</p>") if cluster else ""
+    s.body = (where + f'<p class="verdict">Verdict: <b>{esc(verdict)}</b> ({v["slots"]:,} slots x {v["memory_mb"]} MB per slot '
               f"at {v['rate']:,.0f} events/s)</p>" + figure_html(fig, "validation", caption) + rec.html())
     return s
 

@@ -129,7 +129,8 @@ def estimate_table(out: Output, estimate: dict, title: str, replay: bool = False
 
 
 def validation_table(out: Output, report: dict) -> None:
-    out.table(f"Validation: {report['slots']} slots x {report['memory_mb']} MB at {report['rate']:,.0f} events/s "
+    where = f" on {report['cluster']['name']}" if report.get("cluster") else ""
+    out.table(f"Validation{where}: {report['slots']} slots x {report['memory_mb']} MB at {report['rate']:,.0f} events/s "
               f"-> {report['verdict']}",
               ("run", "target, events/s", "achieved / target", "variation (cv)", "pending growth, /s of rate",
                "verdict"),

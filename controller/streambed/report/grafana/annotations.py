@@ -11,7 +11,9 @@ instant, so that a run watched live shows it; when it ends the same annotation b
 [start, end]. Times are the wall clock's, in ms (Grafana's), as Prometheus stamps the samples the
 dashboard shows; the simulated testbed's own clock starts at 0 and is not used. Each annotation is
 organisation-wide (no dashboard id) and tagged ``streambed``, ``campaign:<kind>``, ``query:<query>``
-and ``phase:<phase>``: the campaign dashboard's annotation query shows those of its ``query``.
+and ``phase:<phase>``: the campaign dashboard's annotation query shows those of its ``query``. A
+campaign that names its cluster (a validation: the production inventory's, such as lab-production)
+adds ``cluster:<name>`` and says it in each annotation's text.
 
 A Grafana that fails (an error status, a refused connection, a timeout) never stops a campaign: one
 warning line, then annotations are off for the rest of that campaign.
@@ -74,9 +76,9 @@ class GrafanaSettings:
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def tags(campaign: str, query: str, phase: str) -> list[str]:
-    """An annotation's tags."""
-    return [TAG, f"campaign:{campaign}", f"query:{query}", f"phase:{phase}"]
+def tags(campaign: str, query: str, phase: str, cluster: str | None = None) -> list[str]:
+    """An annotation's tags; ``cluster:<name>`` once the campaign has said which cluster it runs on."""
+    return [TAG, f"campaign:{campaign}", f"query:{query}", f"phase:{phase}", *([f"cluster:{cluster}"] if cluster else [])]
 
 
 def client(settings: GrafanaSettings) -> Any:
@@ -103,20 +105,28 @@ class GrafanaAnnotations:
         self.on = True
         self.posted = 0
         """Annotations posted so far (begun phases)."""
+        self.cluster: str | None = None
+        """The cluster the campaign runs on (:meth:`on_cluster`): tagged and named in every annotation."""
+
+    def on_cluster(self, name: str) -> None:
+        """Name ``name`` (an inventory's cluster, such as lab-production) in the annotations from now on:
+        a validation on the production cluster and a plan on the testbed are told apart in Grafana."""
+        self.cluster = name
 
     @contextmanager
     def phase(self, name: str, text: str) -> Iterator[None]:
         """The phase ``name`` (``text`` says what it is) runs for the ``with`` block."""
         start = self._ms()
+        text = f"{text} (on {self.cluster})" if self.cluster else text
         annotation = self._call("id", lambda: self.api.annotations.add_annotation(
-            time_from=start, tags=tags(self.campaign, self.query, name), text=text))
+            time_from=start, tags=tags(self.campaign, self.query, name, self.cluster), text=text))
         try:
             yield
         finally:
             if annotation is not None and self.on:
                 end = self._ms()
                 self._call("message", lambda: self.api.annotations.partial_update_annotation(
-                    annotation["id"], time_from=start, time_to=end, tags=tags(self.campaign, self.query, name),
+                    annotation["id"], time_from=start, time_to=end, tags=tags(self.campaign, self.query, name, self.cluster),
                     text=text))
 
     def _ms(self) -> int:
