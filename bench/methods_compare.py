@@ -79,8 +79,9 @@ def compare_row(out_dir: Path, name: str, profile: str | None, rate: float, meth
 
     t0 = time.time()
     rate = rate if rate is not None else generated_rate_kept(out_dir, name, profile)
+    directory = out_dir / name / f"compare-{method}"
     campaign = CampaignSettings(name, TestbedSpec(profile=profile, max_slots=MAX_SLOTS), seed=seed,
-                                directory=out_dir / name / f"compare-{method}")
+                                directory=directory, resume=(directory / "ledger.sqlite").exists())  # a stopped case
     data = CompareCampaign(CompareSettings(campaign, rate, methods=(method,),
                                            options={method: options} if options else {})).run()
     (row,) = data["rows"]
@@ -125,8 +126,10 @@ def bounded(cases: Sequence[tuple], timeout_s: float) -> Iterator[dict]:
         yield {"profile": case[1], "rate": rate, "method": case[4], "wall_s": time.time() - started, **row}
 
 
-def run_cases(cases: Sequence[tuple], out_dir: Path, timeout_s: float, log: Callable[[str], None] = silent) -> list[dict]:
-    """The rows of ``cases``: the ones kept under ``out_dir`` read back, the others run and kept."""
+def run_cases(cases: Sequence[tuple], out_dir: Path, timeout_s: float, log: Callable[[str], None] = silent,
+              run: bool = True) -> list[dict]:
+    """The rows of ``cases``: the ones kept under ``out_dir`` read back, the others run and kept (with
+    ``run`` False: left out, for the tables of a run still going)."""
     rows, missing = [], []
     for case in cases:
         kept = out_dir / case[1] / f"{case[4]}.json"
@@ -134,7 +137,7 @@ def run_cases(cases: Sequence[tuple], out_dir: Path, timeout_s: float, log: Call
             rows.append(json.loads(kept.read_text()))
         else:
             missing.append(case)
-    for row in bounded(missing, timeout_s):
+    for row in bounded(missing if run else (), timeout_s):
         if not row.get("crashed"):  # a crash (a bug, not the method's answer) is run again next time
             kept = out_dir / row["profile"] / f"{row['method']}.json"
             kept.parent.mkdir(parents=True, exist_ok=True)
@@ -235,12 +238,12 @@ def markdown_summary(summary: Sequence[dict]) -> list[str]:
 def compare_methods(out_dir: Path, nexmark: Sequence[str] = tuple(NEXMARK_RATES), count: int = 50,
                     seed: int = GENERATED_SEED, methods: Sequence[str] = DEFAULT_METHODS, campaign_seed: int = 0,
                     options: dict[str, dict] | None = None, case_timeout_s: float = 1800.0,
-                    log: Callable[[str], None] = silent) -> dict:
+                    log: Callable[[str], None] = silent, run: bool = True) -> dict:
     """The comparison (module docstring): rows, per-method summaries (Nexmark, generated, all), and the
     markdown tables."""
     out_dir = Path(out_dir)
     cases = cases_for(out_dir, nexmark, count, seed, methods, campaign_seed, options or {})
-    rows = run_cases(cases, out_dir, case_timeout_s, log)
+    rows = run_cases(cases, out_dir, case_timeout_s, log, run)
     generated = [r for r in rows if r["profile"] not in NEXMARK_RATES]
     summaries = {"nexmark": method_summary([r for r in rows if r["profile"] in NEXMARK_RATES], methods),
                  "generated": method_summary(generated, methods), "all": method_summary(rows, methods)}
@@ -258,6 +261,7 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS))
     parser.add_argument("--training", default=None, help="a learned training set's directory: adds learned")
     parser.add_argument("--case-timeout", type=float, default=1800.0, help="wall seconds per method and profile")
+    parser.add_argument("--tables-only", action="store_true", help="print the tables of the rows kept; run nothing")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
     options = {}
@@ -265,10 +269,12 @@ def main() -> None:
         methods += [] if "learned" in methods else ["learned"]
         options["learned"] = {"training": args.training}
     result = compare_methods(args.out, [q for q in args.nexmark.split(",") if q], args.count, args.seed, methods,
-                             options=options, case_timeout_s=args.case_timeout, log=lambda s: print(s, flush=True))
+                             options=options, case_timeout_s=args.case_timeout, log=lambda s: print(s, flush=True),
+                             run=not args.tables_only)
     for key in ("rows", "nexmark", "generated", "all"):
         print("\n" + "\n".join(result["markdown"][key]))
-    (args.out / "methods-compare.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    if not args.tables_only:
+        (args.out / "methods-compare.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
 
 
 if __name__ == "__main__":
