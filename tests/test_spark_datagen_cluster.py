@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 from streambed.errors import UserError
 from streambed.infra.provider import Inventory
-from streambed.infra.spark import SparkCluster, driver_problem, master_url, spark_cluster
+from streambed.infra.spark import SparkCluster, driver_conf, driver_problem, master_url, spark_cluster
 
 VENV_BIN = Path(sys.executable).parent
 ROOT = os.geteuid() == 0
@@ -44,19 +44,22 @@ def test_a_failed_job_is_its_innermost_cause_in_one_line():
 CLUSTER = SparkCluster("10.0.0.5", 7077, Path("/shared/lake"), "spark")
 
 
-@pytest.mark.parametrize("user, root, exists, writable, said", [
-    ("spark", False, True, True, None),
-    ("root", True, True, False, None),  # root becomes spark
-    ("spark", False, False, False, "the lake /shared/lake does not exist: the spark role makes it"),
-    ("admin", False, True, True, "the executors write /shared/lake as user spark and the driver would run as admin"),
-    ("spark", False, True, False, "the lake /shared/lake is not writable by spark"),
+@pytest.mark.parametrize("exists, writable, said", [
+    (True, True, None),
+    (False, False, "the lake /shared/lake does not exist: the spark role makes it"),
+    (True, False, "the lake /shared/lake is not writable by admin: the executors write it as spark"),
 ])
-def test_the_driver_writes_the_lake_as_the_executors_user(user, root, exists, writable, said):
-    problem = driver_problem(CLUSTER, user, root, exists, writable)
+def test_the_driver_must_share_the_lake_with_the_executors(exists, writable, said):
+    problem = driver_problem(CLUSTER, "admin", exists, writable)
     if said is None:
         assert problem is None
     else:
         assert problem.startswith(said) and "\n" not in problem
+
+
+def test_the_driver_creates_group_writable_and_is_reached_at_its_address():
+    assert driver_conf("10.213.0.1") == {"spark.driver.host": "10.213.0.1", "spark.driver.bindAddress": "10.213.0.1",
+                                         "spark.hadoop.fs.permissions.umask-mode": "002"}
 
 
 def test_master_url():
@@ -127,53 +130,53 @@ def service_user():
         subprocess.run(["groupdel", name], capture_output=True)
 
 
-@pytest.mark.skipif(not ROOT, reason="the role and the driver's change of user need root")
-def test_the_role_makes_the_lake_and_a_root_driver_writes_it_as_the_service_user(tmp_path, service_user):
+def _apply_configure(tmp_path: Path, lake_dir: Path | None, user: str) -> Path:
+    """The spark role's configure tasks applied to this machine; the spark-defaults.conf it rendered."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    play = tmp_path / "play.yml"
+    play.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.include_role:\n"
+                    "        name: spark\n        tasks_from: configure\n")
+    state = tmp_path / "state"
+    done = subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play),
+         "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"streambed_state_dir={state}",
+         "-e", f"streambed_config_dir={state}/etc", "-e", f"streambed_log_dir={state}/log",
+         "-e", f"streambed_run_dir={state}/run", "-e", f"spark_lake_dir={lake_dir or ''}", "-e", f"spark_run_as={user}"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "ansible" / "roles")})
+    assert done.returncode == 0, done.stdout[-3000:]
+    return state / "etc" / "spark" / "spark-defaults.conf"
+
+
+def _conf(path: Path) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
+
+
+@pytest.mark.skipif(not ROOT, reason="the role's chown and the test's user need root")
+def test_the_role_makes_a_shared_lake_that_driver_and_executors_both_write(tmp_path, service_user):
+    """The lake as the spark role makes it; then, as on the lab, a driver run by root makes a data set's
+    staging tree there, into which a process of the service user (an executor) writes."""
     shared = Path(tempfile.mkdtemp(prefix="streambed-lake-test-", dir="/var/tmp"))  # reachable by other users
     try:
         shared.chmod(0o755)
         lake_dir = shared / "lake"
-        play = tmp_path / "play.yml"
-        play.write_text(f"""
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - ansible.builtin.include_role:
-        name: spark
-        tasks_from: configure
-""")
-        state = tmp_path / "state"
-        done = subprocess.run(
-            [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play),
-             "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"streambed_state_dir={state}",
-             "-e", f"streambed_config_dir={state}/etc", "-e", f"streambed_log_dir={state}/log",
-             "-e", f"streambed_run_dir={state}/run", "-e", f"spark_lake_dir={lake_dir}",
-             "-e", f"spark_run_as={service_user.pw_name}"],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "ansible" / "roles")})
-        assert done.returncode == 0, done.stdout[-3000:]
+        conf = _apply_configure(tmp_path / "with", lake_dir, service_user.pw_name)
         st = lake_dir.stat()
         assert (st.st_uid, st.st_gid) == (service_user.pw_uid, service_user.pw_gid)
         assert st.st_mode & 0o7777 == 0o2775
+        assert _conf(conf)["spark.hadoop.fs.permissions.umask-mode"] == "002"
+        # no lake asked: none made, no umask rendered
+        assert "spark.hadoop.fs.permissions.umask-mode" not in _conf(_apply_configure(tmp_path / "without", None,
+                                                                                      service_user.pw_name))
 
-        # root, as make datagen runs it: becomes the service user, whose files then fill the lake
-        probe = (f"import os; from pathlib import Path; from streambed.infra.spark import SparkCluster, become_lake_owner\n"
-                 f"become_lake_owner(SparkCluster('127.0.0.1', 7077, Path({str(lake_dir)!r}), {service_user.pw_name!r}))\n"
-                 f"(Path({str(lake_dir)!r}) / 'written').write_text('x'); print(os.geteuid())")
-        ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-        assert ran.returncode == 0, ran.stderr
-        assert int(ran.stdout) == service_user.pw_uid
-        assert (lake_dir / "written").stat().st_uid == service_user.pw_uid
+        from streambed_spark import lake
+        staging = lake._Staging(lake_dir, "d", ("json",))  # as the root driver makes it
+        assert staging.dir.stat().st_gid == service_user.pw_gid and staging.dir.stat().st_mode & 0o7777 == 0o2775
+        executor = subprocess.run(["setpriv", f"--reuid={service_user.pw_uid}", f"--regid={service_user.pw_gid}",
+                                   "--init-groups", "sh", "-c", f"umask 002 && mkdir {staging.dir}/json/.spark-json "
+                                   f"&& echo x > {staging.dir}/json/.spark-json/part-0"], capture_output=True, text=True)
+        assert executor.returncode == 0, executor.stderr
+        staging.abort()
+        assert not staging.dir.exists()
 
-        # a lake the service user cannot write: one line
-        os.chown(lake_dir, 0, 0)
-        lake_dir.chmod(0o755)
-        cli = [str(VENV_BIN / "python"), "-m", "streambed", "data", "generate", "--events", "10"]
-        inv = _inventory(tmp_path / "x", str(lake_dir))
-        (inv / "group_vars" / "all.yml").write_text((inv / "group_vars" / "all.yml").read_text()
-                                                    + f"spark_user: {service_user.pw_name}\n")
-        refused = subprocess.run([*cli, "--inventory", str(inv)], capture_output=True, text=True, timeout=120, cwd=REPO)
-        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
-        assert refused.stderr.strip() == (f"streambed: error: the lake {lake_dir} is not writable by {service_user.pw_name}: "
-                                          f"the spark role makes it {service_user.pw_name}'s, mode 2775"), refused.stderr
     finally:
         subprocess.run(["rm", "-rf", str(shared)])

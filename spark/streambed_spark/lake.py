@@ -46,6 +46,12 @@ class _Staging:
         shutil.rmtree(self.dir, ignore_errors=True)
         for f in formats:
             (self.dir / f).mkdir(parents=True)
+        # A cluster's shared lake is group-writable (the spark role's 2775): so is the staging tree, or the
+        # executors (the Spark service user) could not write into the directories the driver made.
+        mode = lake.stat().st_mode & 0o7777
+        if mode & 0o020:
+            for d in (self.dir, *(self.dir / f for f in formats)):
+                d.chmod(mode)
         self.files = {f: 0 for f in formats}
 
     def write(self, df: DataFrame) -> None:

@@ -55,7 +55,7 @@ def _generate_parser(dsub, lake_option, spark_option) -> None:
     gen.add_argument("--partitions", type=count, help="files per million events (default: Spark's parallelism)")
     gen.add_argument("--inventory", type=Path,
                      help="a cluster's inventory: its Spark master and shared lake (spark_lake_dir) unless --master "
-                          "or --lake say otherwise; the driver runs as its Spark service user (started as root, it becomes it)")
+                          "or --lake say otherwise; run as root, its Spark service user or a member of that user's group")
     gen.add_argument("--lake", type=Path, help="the data lake directory (default: the --inventory's lake, else "
                                                "$DATALAKE, else datalake)")
     spark_option(gen)
@@ -147,18 +147,17 @@ def _spark(args, out: Output, conf: dict[str, str] | None = None):
 
 
 def _cluster_driver(args) -> dict[str, str]:
-    """With --inventory: its master and lake where the options name none, this process as the lake's
-    owner (the executors' user), and the driver's address toward the master (Spark settings)."""
+    """With --inventory: its master and lake where the options name none, the lake checked for this
+    user, and the driver's Spark settings (its address toward the master, the lake's umask)."""
     from ..infra.provider import Inventory
-    from ..infra.spark import become_lake_owner, driver_address, spark_cluster
+    from ..infra.spark import check_driver, driver_address, driver_conf, spark_cluster
 
     cluster = spark_cluster(Inventory.load(args.inventory))
     args.lake = args.lake or cluster.lake
     args.master = args.master or cluster.master_url
-    address = driver_address(cluster)
     if args.lake == cluster.lake:
-        become_lake_owner(cluster)
-    return {"spark.driver.host": address, "spark.driver.bindAddress": address}
+        check_driver(cluster)
+    return driver_conf(driver_address(cluster))
 
 
 def _show(out: Output, d: ds.DataSet, verb: str) -> None:

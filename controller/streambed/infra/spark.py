@@ -2,11 +2,12 @@
 shared lake the spark role made (``spark_lake_dir``), the service user the executors run as, and this
 machine's address toward the master (where the executors call the driver back).
 
-The executors write the lake as the Spark service user, and the driver makes the data set's staging
-directories and renames what the executors wrote; so the driver runs as that user too (as on a real
-cluster's shared lake: one owner). Started as root (``make datagen ENV=<env>``, which also reads the
-inventory's private files), it becomes that user before the JVM starts; :func:`driver_problem` says in
-one line when neither is possible.
+The executors write the lake as the Spark service user; the driver makes the data set's staging
+directories and commits (renames) what the executors wrote. The spark role makes the lake the service
+user's and group's, setgid and group-writable (2775), and both sides create with a group-writable umask
+(:data:`UMASK`), so that whatever one makes the other can write: the driver runs as root (``make
+datagen ENV=<env>``), as that user, or as a member of its group. :func:`driver_problem` says in one
+line when it cannot.
 """
 
 from __future__ import annotations
@@ -70,44 +71,38 @@ def spark_cluster(inventory: Inventory, option: str = "--inventory") -> SparkClu
     return SparkCluster(master.address, port, Path(str(lake)), user)
 
 
-def driver_problem(cluster: SparkCluster, user: str, is_root: bool, lake_exists: bool, lake_writable: bool) -> str | None:
-    """Why a driver started by ``user`` cannot write ``cluster``'s lake as its executors do (one line), or
-    None when it can (as that user, or as root, which becomes that user: :func:`become_lake_owner`)."""
+UMASK = "002"
+"""Hadoop's umask for what the driver and the executors create in the lake: group-writable, so that each
+can write into and rename what the other made (the lake is setgid: everything in it is the group's)."""
+
+
+def driver_problem(cluster: SparkCluster, user: str, lake_exists: bool, lake_writable: bool) -> str | None:
+    """Why a driver run by ``user`` cannot share ``cluster``'s lake with its executors (one line), or None."""
     if not lake_exists:
         return (f"the lake {cluster.lake} does not exist: the spark role makes it (spark_lake_dir); "
                 f"run make deploy first")
-    if user != cluster.user and not is_root:
-        return (f"the executors write {cluster.lake} as user {cluster.user} and the driver would run as {user}: "
-                f"run it as {cluster.user} or as root (which becomes {cluster.user})")
-    if user == cluster.user and not lake_writable:
-        return f"the lake {cluster.lake} is not writable by {user}: the spark role makes it {user}'s, mode 2775"
+    if not lake_writable:
+        return (f"the lake {cluster.lake} is not writable by {user}: the executors write it as {cluster.user}; run "
+                f"the driver as root, as {cluster.user} or as a member of its group (the role makes it 2775)")
     return None
 
 
-def become_lake_owner(cluster: SparkCluster) -> None:
-    """Make this process (and the driver JVM it starts) run as the user the executors run as, so that
-    both write the lake as one owner; one line (UserError) when it cannot."""
+def check_driver(cluster: SparkCluster) -> None:
+    """One line (UserError) when this process cannot share ``cluster``'s lake with its executors."""
     import pwd
 
     user = pwd.getpwuid(os.geteuid()).pw_name
     exists = cluster.lake.is_dir()
-    problem = driver_problem(cluster, user, os.geteuid() == 0, exists,
-                             exists and os.access(cluster.lake, os.W_OK | os.X_OK))
+    problem = driver_problem(cluster, user, exists, exists and os.access(cluster.lake, os.W_OK | os.X_OK))
     if problem:
         raise UserError(problem)
-    if user == cluster.user:
-        return
-    try:
-        owner = pwd.getpwnam(cluster.user)
-    except KeyError:
-        raise UserError(f"no user {cluster.user} on this machine: the driver cannot run as the executors' user "
-                        f"(spark_user); create it as the spark role does") from None
-    os.initgroups(owner.pw_name, owner.pw_gid)
-    os.setgid(owner.pw_gid)
-    os.setuid(owner.pw_uid)
-    os.environ["HOME"], os.environ["USER"] = owner.pw_dir, owner.pw_name
-    if not os.access(cluster.lake, os.W_OK | os.X_OK):
-        raise UserError(driver_problem(cluster, owner.pw_name, False, True, False))
+
+
+def driver_conf(address: str) -> dict[str, str]:
+    """Spark settings of a driver on the controller: the address the executors call it back at, and the
+    lake's group-writable umask (the executors get the driver's Hadoop settings with each write job)."""
+    return {"spark.driver.host": address, "spark.driver.bindAddress": address,
+            "spark.hadoop.fs.permissions.umask-mode": UMASK}
 
 
 def driver_address(cluster: SparkCluster, timeout_s: float = 5.0) -> str:
