@@ -102,8 +102,8 @@ stop: $(VENV)/.installed
 # Nexmark data at rest, generated with Spark into the data lake (docs/data.md):
 #   make datagen QUERY=q5 EVENTS=200000 [DATALAKE=<dir>] [SEED=0]
 # ENV=<cluster> (lab, ec2...): on the Spark cluster of inventories/$(ENV), into its shared lake
-# (spark_lake_dir; DATALAKE= only to write elsewhere), the driver run as the Spark service user the
-# executors run as (root becomes it): one owner for the lake, as on a real cluster's shared lake.
+# (spark_lake_dir; DATALAKE= only to write elsewhere), which the spark role makes group-writable for the
+# Spark service user's group: the driver (here root) and the executors write each other's directories.
 DATALAKE ?= datalake
 EVENTS ?=
 SEED ?= 0
