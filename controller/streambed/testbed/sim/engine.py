@@ -100,6 +100,7 @@ class Engine:
         if unknown:
             raise ValueError(f"memory_by_operator names operators the profile does not have: {', '.join(unknown)}")
         self.dt = dt
+        self._ema_weight = min(1.0, dt / INFLOW_EMA_S)
         self.sample_period = sample_period
         self.steps_per_sample = int(round(steps))
         self.catch_up = catch_up
@@ -129,6 +130,7 @@ class Engine:
         n = int(par.sum())
         self.n_tasks = n
         self.task_op = np.repeat(np.arange(len(ops)), par)
+        self._theta_index = 1 + self.task_op  # each task's operator in the theta array (0: the source)
 
         def per_task(values):
             return np.repeat(np.asarray(values, dtype=np.float64), par)
@@ -216,7 +218,7 @@ class Engine:
         self.gate_ema = np.zeros(n)  # unknown at start: buffers begin at buffer_records and open with the flow
         self.acc = np.zeros(n)
         self.emit_queue = np.zeros(n)
-        self.emit_bound = np.zeros(n)
+        self.emit_hold = np.zeros(n)  # a window task above this undelivered burst takes no input
         self.fire_debt = np.zeros(n)
         self.fire_count = 0
         self.straggler_start = self.rng.random(n)
@@ -304,7 +306,7 @@ class Engine:
         ws = formulas.working_set_mb(self.ws_base, self.ws_bpr, self.rate_ema, self.ws_retention, fill)
         miss = formulas.miss_ratio(self.available_mb, ws)
         # the state signals a RocksDB job reports (block-cache hit rate, state access latency)
-        self.cache_hit_rate = np.where(self.stateful, formulas.cache_hit_rate(self.available_mb, ws), np.nan)
+        self.cache_hit_rate = np.where(self.stateful, 1.0 - miss, np.nan)  # formulas.cache_hit_rate
         self.state_latency_ms = np.where(self.stateful, formulas.state_access_latency_ms(
             miss, self.miss_penalty, self.miss_exponent, self.base_rate), np.nan)
         self.memory_factor = 1.0 / formulas.memory_slowdown(miss, self.miss_penalty, self.miss_exponent)
@@ -325,7 +327,8 @@ class Engine:
             self.fire_debt -= fire_spend
             cap = self.speed * (dt - fire_spend)
             # A window task whose previous burst is still undelivered takes no input (back-pressured).
-            held = self.is_window & (self.emit_queue > self.emit_bound * (1.0 + 1e-9))
+            # (only window tasks ever queue a burst: elsewhere both sides are 0)
+            held = self.emit_queue > self.emit_hold
             desired = np.minimum(self.buf, cap)
             desired[held] = 0.0
         else:
@@ -342,14 +345,12 @@ class Engine:
         demand = self._demand
         demand[0] = min(allowance, src_limit)
         # What each operator wants to send, in records processed (windows: records fired).
-        demand[1:] = np.add.reduceat(desired, self.op_start)
-        if windows:
-            e_op = np.add.reduceat(self.emit_queue, self.op_start)
-            demand[1:][self.op_is_window] = e_op[self.op_is_window]
+        demand[1:] = np.add.reduceat(np.where(self.is_window, self.emit_queue, desired) if windows else desired,
+                                     self.op_start)
 
         need = demand[self.slot_src] * self.slot_coef
         offered_in = np.bincount(self.slot_task, weights=need, minlength=self.n_tasks)
-        self.inflow_ema += min(1.0, dt / INFLOW_EMA_S) * (offered_in / dt - self.inflow_ema)
+        self.inflow_ema += self._ema_weight * (offered_in / dt - self.inflow_ema)
         # The floor follows the steady inflow, but never exceeds a few steps of what the task can
         # pass on: its speed, times the share its downstream lets through (a fast task stuck
         # behind a slow one, or a burst offered in one step, must not inflate the buffer that
@@ -365,10 +366,10 @@ class Engine:
         theta = self._theta
         theta[self.src_with_out] = np.minimum(np.minimum.reduceat(theta_e, self.src_seg_start), 1.0)
 
-        th_task = theta[1 + self.task_op]
+        th_task = theta[self._theta_index]
         # Windows take input whatever their emission does: only a hold gates them.
         gate = np.where(self.is_window, np.where(held, 0.0, 1.0), th_task) if windows else th_task
-        self.gate_ema += min(1.0, dt / INFLOW_EMA_S) * (gate - self.gate_ema)
+        self.gate_ema += self._ema_weight * (gate - self.gate_ema)
         if windows:
             # Windows keep taking input while their burst drains; others emit as they process.
             proc = np.where(self.is_window, desired, desired * th_task)
@@ -392,7 +393,8 @@ class Engine:
             blocked = desired - proc
             self._acc_out += proc * self.out_sigma
         self._acc_busy += busy
-        self._acc_bp += np.clip(blocked * inv, 0.0, np.maximum(dt - busy, 0.0))
+        # np.clip's values, without its Python-level overhead (this runs every step)
+        self._acc_bp += np.minimum(np.maximum(blocked * inv, 0.0), np.maximum(dt - busy, 0.0))
         self._acc_in += proc
         self._acc_emitted += emitted
         self._acc_offered += offer
@@ -402,8 +404,9 @@ class Engine:
         t0 = self.run_time
         self._step_index += 1
         self._slow_elapsed += dt
+        t1 = self.run_time
         for k, w in self.window_ops:
-            if math.floor(self.run_time / w.slide_s + 1e-9) > math.floor(t0 / w.slide_s + 1e-9):
+            if math.floor(t1 / w.slide_s + 1e-9) > math.floor(t0 / w.slide_s + 1e-9):
                 self._fire(k, w)
         if self._slow_elapsed >= SLOW_UPDATE_S - 1e-9:
             self._update_slow_factors()
@@ -417,7 +420,7 @@ class Engine:
         fired = self.acc[sl].copy()
         self.acc[sl] = 0.0
         self.emit_queue[sl] += fired
-        self.emit_bound[sl] = fired
+        self.emit_hold[sl] = fired * (1.0 + 1e-9)
         self.fire_count += 1
         u = formulas.golden_quantiles(self.straggler_start[sl], self.fire_count)
         xi = formulas.straggler_stretch(u, w.straggler_mean, w.straggler_tail, w.straggler_cap)

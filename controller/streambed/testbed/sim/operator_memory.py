@@ -7,14 +7,13 @@ each operator's tasks on slots of the memory the plan gives them.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Mapping
 
 from ...model import Configuration
 from .capacity import capacity_model
 from .engine import Engine
 from .profile import SimProfile
-from .truth import GroundTruth, Truth, TruthSettings
+from .truth import GroundTruth, TruthSettings
 
 
 class OperatorMemoryTruth(GroundTruth):
@@ -38,9 +37,5 @@ class OperatorMemoryTruth(GroundTruth):
         engine.set_memory_by_operator(self.memory_by_operator)
         return engine
 
-    def configuration_mst(self, configuration: Configuration, memory_mb: float) -> Truth:
-        mp = configuration.max_parallelism
-        if mp is not None and mp != self.profile.max_parallelism:
-            return OperatorMemoryTruth(replace(self.profile, max_parallelism=mp), self.memory_by_operator,
-                                       self.settings).configuration_mst(configuration, memory_mb)
-        return super().configuration_mst(configuration, memory_mb)
+    def _sibling(self, profile: SimProfile) -> GroundTruth:
+        return OperatorMemoryTruth(profile, self.memory_by_operator, self.settings)

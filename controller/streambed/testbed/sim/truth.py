@@ -69,6 +69,29 @@ def backlog_growth(backlog: Sequence[float], dt: float, slides_s: Sequence[float
     return slope * observed_s
 
 
+LOST_MARGIN = 1e-9
+"""``observation_lost`` decides only when the bound misses the threshold by more than this share of the
+offer: sums of a few thousand steps differ from their bound by far less (float rounding), so an early
+verdict is always the one the whole observation would give."""
+
+
+def observation_lost(emitted: float, offered: float, offered_total: float, emit_per_offer: float,
+                     threshold: float) -> bool:
+    """Whether an observation is already lost: even if the source emitted ``emit_per_offer`` x every
+    event still to be offered (its most: 1 with the paper's strict limiter, 1 + catch-up otherwise), it
+    would emit less than ``threshold`` of ``offered_total``, and what piles up in the job only counts
+    against it. ``emitted`` and ``offered`` are so far, ``offered_total`` over the whole observation.
+    A rate far beyond the MST is thus refused after a few seconds instead of a whole observation."""
+    if not math.isfinite(emit_per_offer):
+        return False
+    best = emitted + max(offered_total - offered, 0.0) * emit_per_offer
+    return best < threshold * offered_total * (1.0 - LOST_MARGIN)
+
+
+LOST_CHECK_STEPS = 10
+"""Steps between two ``observation_lost`` checks (1 s of simulated time)."""
+
+
 OBSERVED_SLIDES = 3.0
 """The observation spans at least this many times the sum of the job's window slides (the averages
 over each slide consume one slide each and the trend needs the rest)."""
@@ -122,6 +145,21 @@ class GroundTruth:
         self.settings = settings or TruthSettings()
         self._streams = keyed_streams(profile)
         self._models: dict[float, object] = {}
+        self._siblings: dict[int, GroundTruth] = {}
+
+    def _sibling(self, profile: SimProfile) -> "GroundTruth":
+        """A ground truth of the same kind and settings for ``profile`` (the same query partitioned
+        with other key groups)."""
+        return GroundTruth(profile, self.settings)
+
+    def with_max_parallelism(self, max_parallelism: int) -> "GroundTruth":
+        """The ground truth of this profile run with ``max_parallelism`` key groups; built once, so that its
+        key distributions and capacity models (costly for millions of keys) are shared by every query."""
+        if max_parallelism == self.profile.max_parallelism:
+            return self
+        if max_parallelism not in self._siblings:
+            self._siblings[max_parallelism] = self._sibling(replace(self.profile, max_parallelism=max_parallelism))
+        return self._siblings[max_parallelism]
 
     def model(self, memory_mb: float):
         if memory_mb not in self._models:
@@ -157,10 +195,15 @@ class GroundTruth:
         slides = [o.window.slide_s for o in self.profile.operators if o.window is not None]
         steps = round(observation_s(s.observe_s, slides, s.dt) / s.dt)
         e0, o0 = eng.emitted_total, eng.offered_total
+        offered_total = steps * eng.target_rate * s.dt
+        emit_per_offer = 1.0 + eng.catch_up
         backlog = [eng.backlog]
-        for _ in range(steps):
+        for k in range(1, steps + 1):
             eng.advance(s.dt)
             backlog.append(eng.backlog)
+            if k % LOST_CHECK_STEPS == 0 and observation_lost(eng.emitted_total - e0, eng.offered_total - o0,
+                                                                offered_total, emit_per_offer, s.threshold):
+                return False
         offered = eng.offered_total - o0
         emitted = eng.emitted_total - e0
         piled = max(0.0, backlog_growth(backlog, s.dt, slides))
@@ -203,8 +246,7 @@ class GroundTruth:
         """The MST of a given configuration (a plan's own, say), measured as ``true_mst`` measures the best."""
         mp = configuration.max_parallelism
         if mp is not None and mp != self.profile.max_parallelism:  # the job partitions its keys otherwise
-            return GroundTruth(replace(self.profile, max_parallelism=mp), self.settings).configuration_mst(
-                configuration, memory_mb)
+            return self.with_max_parallelism(mp).configuration_mst(configuration, memory_mb)
         cap = self.model(memory_mb).capacity(configuration)
         mst = self.engine_mst(configuration, memory_mb, cap.mst)
         return Truth(self.profile.name, configuration.slots, int(memory_mb), configuration, mst, cap.mst,
@@ -240,7 +282,14 @@ class GroundTruth:
         return hi
 
     def min_slots(self, rate: float, memory_mb: float) -> tuple[int, Truth] | None:
-        """Smallest slot count whose best configuration sustains ``rate`` on the engine.
+        """Smallest slot count whose best configuration sustains ``rate`` on the engine, with that
+        configuration's truth (its MST measured); None as ``min_budget``."""
+        found = self.min_budget(rate, memory_mb)
+        return None if found is None else (found[0], self.true_mst(found[0], memory_mb))
+
+    def min_budget(self, rate: float, memory_mb: float) -> tuple[int, Configuration] | None:
+        """Smallest slot count whose best configuration sustains ``rate`` on the engine, and that
+        configuration (its MST not measured: a caller that needs only the budget saves a bisection).
 
         Starts from the capacity model's answer and walks to the engine's boundary; returns None when
         even ``max_slots`` slots cannot reach the rate (e.g. skew caps a keyed operator)."""
@@ -269,24 +318,33 @@ class GroundTruth:
                 hi = mid
             else:
                 lo = mid
-        return hi, self.true_mst(hi, memory_mb)
+        return hi, self.model(memory_mb).best_configuration(hi)[0]
 
     def least_slots(self, rate: float, memory_mb: float) -> tuple[int, Truth] | None:
-        """``min_slots`` over the key groups a job may set: the profile's own (Flink's default rule when
-        it sets none) and the most Flink allows, whose finer ranges balance a keyed operator best.
+        """``least_budget`` with the budget's truth (its configuration's MST measured)."""
+        found = self.least_budget(rate, memory_mb)
+        if found is None:
+            return None
+        slots, configuration = found
+        truth = self.with_max_parallelism(configuration.max_parallelism or self.profile.max_parallelism).true_mst(
+            slots, memory_mb)
+        return slots, replace(truth, configuration=configuration)
+
+    def least_budget(self, rate: float, memory_mb: float) -> tuple[int, Configuration] | None:
+        """``min_budget`` over the key groups a job may set: the profile's own (Flink's default rule when
+        it sets none) and the most Flink allows, whose finer ranges balance a keyed operator best. The
+        configuration names the max parallelism it was found with when it is not the profile's.
 
         A plan sets its own max parallelism (sizing.planned_max_parallelism), so the minimum it is
         judged against must be allowed the same: q11 at 25 x the 48-slot MST needs 1,447 slots of
         4 GB under Flink's default rule and 1,330 with 32,768 key groups, and a plan below the first
         was read as below the "true minimum"."""
-        found = self.min_slots(rate, memory_mb)
+        found = self.min_budget(rate, memory_mb)
         if not self.profile.query().keyed or self.profile.max_parallelism == keygroups.MAX_MAX_PARALLELISM:
             return found
-        finest = GroundTruth(replace(self.profile, max_parallelism=keygroups.MAX_MAX_PARALLELISM), self.settings)
-        fine = finest.min_slots(rate, memory_mb)
+        fine = self.with_max_parallelism(keygroups.MAX_MAX_PARALLELISM).min_budget(rate, memory_mb)
         if fine is not None:  # the configuration says which key groups it was found with
-            slots, truth = fine
-            fine = slots, replace(truth, configuration=replace(truth.configuration,
-                                                               max_parallelism=keygroups.MAX_MAX_PARALLELISM))
+            slots, configuration = fine
+            fine = slots, replace(configuration, max_parallelism=keygroups.MAX_MAX_PARALLELISM)
         candidates = [f for f in (found, fine) if f is not None]
         return min(candidates, key=lambda f: f[0]) if candidates else None
