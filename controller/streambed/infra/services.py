@@ -119,6 +119,7 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
             max_slots=int(t["max_slots"]),
             memory_per_slot=tuple(int(m) for m in t["memory_per_slot_mb"]),
             source_parallelism=int(t.get("source_parallelism", 1)),
+            source_partitions=int(t["source_partitions"]) if t.get("source_partitions") is not None else None,
             max_source_rate=float(t.get("max_source_rate", 4e6)),
             sample_period=float(t.get("sample_period_s", 1)),
             cpu_per_slot=float(t.get("cpu_per_slot", 0)),
@@ -127,6 +128,9 @@ def flink_settings(inventory: Inventory) -> FlinkSettings:
         if settings.cpu_per_slot != 0 and not 0.01 <= settings.cpu_per_slot <= 64:
             raise UserError(f"testbed: {inventory.path}: cpu_per_slot {settings.cpu_per_slot:g}: expected 0 "
                             f"(unconfined) or cores per slot from 0.01 to 64")
+        if settings.source_partitions is not None and settings.source_partitions < 1:
+            raise UserError(f"testbed: {inventory.path}: source_partitions {settings.source_partitions}: expected "
+                            f"the source topic's partitions (a positive count), or no setting when unknown")
         if settings.slots_per_taskmanager < 0:
             raise UserError(f"testbed: {inventory.path}: slots_per_taskmanager {settings.slots_per_taskmanager}: "
                             f"expected 0 (one TaskManager) or a positive count")

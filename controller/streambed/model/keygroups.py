@@ -59,3 +59,45 @@ def default_ranges() -> tuple[tuple[int, int], ...]:
         ranges.append((lo, a))
         lo = a + 1
     return tuple(ranges)
+
+
+# -- alignment: whole ranges per task ---------------------------------------------------------------
+# The same rule covers a keyed operator's key groups and the partitions of a Kafka topic its source
+# reads: ``units`` ranges split as evenly as they go over ``parallelism`` tasks.
+
+
+def units_per_task(parallelism: int, units: int) -> tuple[int, int]:
+    """(fewest, most) of ``units`` key groups (or partitions) a task owns among ``parallelism`` tasks:
+    floor(M/p) and ceil(M/p); the most bounds what the busiest task carries."""
+    if parallelism < 1 or units < 1:
+        raise ValueError(f"units_per_task: expected positive parallelism and units, got {parallelism}, {units}")
+    return units // parallelism, -(-units // parallelism)
+
+
+def imbalance(parallelism: int, units: int) -> float:
+    """The busiest task's load over the mean task's when every group carries the same load:
+    ceil(M/p) / (M/p), 1 exactly when p divides M (42 tasks over 128 groups: 1.31)."""
+    most = units_per_task(parallelism, units)[1]
+    return most * parallelism / units
+
+
+def aligned(parallelism: int, units: int) -> int:
+    """The fewest tasks whose busiest task owns no more groups than at ``parallelism``: ceil(M / ceil(M/p)).
+    The busiest task, hence the operator's capacity with evenly loaded groups, is the same, and the
+    tasks in between are slots that add nothing (42 tasks over 128 groups: 32, each owning 4)."""
+    most = units_per_task(parallelism, units)[1]
+    return -(-units // most)
+
+
+def aligned_keyed(parallelism: int, fixed: int | None = None) -> int:
+    """:func:`aligned` for a keyed operator, whose key groups are the job's max parallelism or Flink's
+    default for its parallelism; unchanged when the aligned count would start with other key groups."""
+    m = max_parallelism(parallelism, fixed)
+    p = aligned(parallelism, m)
+    return p if max_parallelism(p, fixed) == m else parallelism
+
+
+def group_bound_capacity(per_task: float, parallelism: int, units: int) -> float:
+    """What an operator of ``parallelism`` tasks over ``units`` groups carries when its busiest task is
+    full, in the units ``per_task`` is given in: per_task x M / ceil(M/p) (p x per_task / imbalance)."""
+    return per_task * units / units_per_task(parallelism, units)[1]

@@ -38,12 +38,19 @@ class Query:
     """How long after a change of rate the query's time-based state (its windows) holds only records
     of the new rate: 1.2 x its longest window (state_span). Until then a window still holds the
     old rate's records, so a rate measured sooner is not the steady one. 0: no windows."""
+    source_partitions: int | None = None
+    """Partitions of the topic the source reads, where known: the operators reading the source run at
+    most that many tasks (model/partitions.py). None: no bound."""
 
     def __post_init__(self) -> None:
         known = set(self.operators)
         unknown = set(self.keyed) - known
         if unknown:
             raise UserError(f"query {self.name}: keyed operator(s) {', '.join(sorted(unknown))} are not in its graph")
+        if self.source_partitions is not None and not (isinstance(self.source_partitions, int)
+                                                        and self.source_partitions >= 1):
+            raise UserError(f"query {self.name}: source_partitions: expected a positive integer, "
+                            f"got {self.source_partitions!r}")
         if len(known) != len(self.operators):
             raise UserError(f"query {self.name}: operator names must be unique")
         seen = {SOURCE}

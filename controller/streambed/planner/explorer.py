@@ -202,7 +202,8 @@ class ResourceExplorer:
                     f"slots, {100 * eta(solve.max_slots):.0f} % by their trend at {solve.max_slots:,}), supports more "
                     f"than {most * rate / need:,.0f} events/s. {MEASURE_NEXT}")
         sol = policy.configure(metrics, slots)
-        return PlanEntry(m, slots, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
+        used = min(slots, sum(sol.parallelism.values()))  # fewer where key groups were aligned (optimizer.py)
+        return PlanEntry(m, used, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
                          efficiency=eff[0](slots) if eff is not None else None, model_slots=solve.slots,
                          max_parallelism=max_parallelism, key_warning=key_warning(metrics, sol.parallelism, rate))

@@ -30,7 +30,7 @@ from .estimator import DEFAULT_TIMING, CapacityEstimator, Timing
 from .exploration import Exploration, ExplorerSettings
 from .explorer import ResourceExplorer, check_search_space
 from .memory import operator_memory, saving_line
-from .optimizer import ConfigurationOptimizer
+from .optimizer import ConfigurationOptimizer, alignment, alignment_notes
 from .policies import DEFAULT_POLICY, policy_named
 
 OPTIONS = ("timing", "policy", "safety", "risk", "search")
@@ -136,13 +136,16 @@ class StreamBedPlanner:
         entry = smallest_memory(plan)
         steps = tuple(Step(p.slots, p.memory_mb, dict(p.configuration), p.mst, p.testbed_seconds, p.phase)
                       for p in evidence.exploration.points)
-        detail = {**plan.to_dict(), "max_parallelism": entry.max_parallelism if entry else None}
+        query = evidence.explorer.optimizer.query
+        detail = {**plan.to_dict(), "max_parallelism": entry.max_parallelism if entry else None,
+                  "alignment": alignment(query, entry.configuration, entry.max_parallelism) if entry else {}}
         common = dict(testbed_seconds=evidence.testbed_seconds, measurements=evidence.estimator_calls, steps=steps,
                       detail=detail)
         if entry is None:
             why = "; ".join(f"{e.memory_mb} MB: {e.unreachable}" for e in plan.entries)
             return Sizing(self.name, request.query, request.rate, None, None, None, unreachable=why, **common)
         notes = (*plan.warnings, *((entry.key_warning,) if entry.key_warning else ()), *entry.unseen,
+                 *alignment_notes(detail["alignment"]),
                  *((f"beyond the model's trusted range: confirm with {entry.checkpoint}",) if entry.beyond_trusted else ()))
         single = one_size(plan)
         if entry.memory_by_operator and single is not None:

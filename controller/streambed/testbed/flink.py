@@ -147,6 +147,9 @@ class FlinkSettings:
     """Slots for the query's operators (the sources take slots of their own)."""
     memory_per_slot: tuple[int, ...] = (512, 1024)
     source_parallelism: int = 1
+    source_partitions: int | None = None
+    """Partitions of the topic a deployment's source reads (testbed.yml ``source_partitions``): the
+    planner keeps the source's readers within them (model/partitions.py). None: unknown, no bound."""
     max_source_rate: float = 4e6
     """What the source tasks can generate at most, events/s (the limiter caps a subtask near 4-5 M)."""
     sample_period: float = 1.0
@@ -214,7 +217,8 @@ class FlinkTestbed:
                 raise UserError(f"query {name}: its declared graph ({' '.join(declared.operators)}) is not what "
                                 f"Flink builds ({' '.join(actual.operators)}); fix the header of {path.name}")
             # Which operators are keyed is Flink's to say (a hash exchange in its stream graph), not the header's.
-            self._queries[name] = (replace(declared, keyed=actual.keyed), sql)
+            self._queries[name] = (replace(declared, keyed=actual.keyed,
+                                           source_partitions=self.settings.source_partitions), sql)
         return self._queries[name][0]
 
     def sql(self, name: str) -> str:
