@@ -352,7 +352,7 @@ def _exploration(path, msts: dict[int, float], memory_mb: int = 1024):
 
 
 def test_relative_error_is_signed_against_the_measurement():
-    from streambed.campaigns.replan import relative_error
+    from streambed.planner.replan import relative_error
 
     assert relative_error(110, 100) == pytest.approx(0.10)
     assert relative_error(90, 100) == pytest.approx(-0.10)
@@ -448,3 +448,32 @@ def test_heldout_bench_refuses_a_directory_without_a_plan_in_one_line(tmp_path):
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == [f"heldout: --campaign-dir: {tmp_path}: no campaign ledger "
                                                f"(ledger.sqlite) there"]
+
+
+def test_the_planners_re_plans_solve_on_records_held_in_memory_no_file_read():
+    """planner/replan.py takes any object with the fields it reads: a data set written nowhere."""
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from streambed.model import Observation
+    from streambed.planner.replan import fit_plan, hold_out
+
+    @dataclass(frozen=True)
+    class InMemory:
+        path: Path
+        format: str
+        observations: tuple
+        query: str | None = "toy"
+        operators: int | None = 3
+        slots_per_taskmanager: int | None = None
+
+    law = lambda m, p: 5_000.0 * p + 2.0 * m  # noqa: E731 -- linear in slots and memory
+    obs = tuple(Observation(m, p, law(m, p)) for m in (1024, 4096) for p in (4, 8, 12, 16, 24, 32))
+    d = InMemory(Path("memory"), "in-memory", obs)
+    held = hold_out(d)
+    assert held["held_out_slots"] == 32 and held["query"] == "toy"
+    for row in held["held_out"]:
+        assert row["error"] == pytest.approx(0.0, abs=0.01)
+    plan = fit_plan(d, 200_000.0, [4096], "linear")
+    entry = plan["entries"][0]
+    assert entry["slots"] is not None and law(4096, entry["slots"]) >= 1.10 * 200_000.0 > law(4096, entry["slots"] - 1)

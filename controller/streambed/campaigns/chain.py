@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
-from ..planner.exploration import ExplorerSettings
+from ..planner.exploration import ExplorationPoint, ExplorerSettings
 from ..planner.explorer import ResourceExplorer
 from ..ledger import Ledger
 from ..planner.optimizer import ConfigurationOptimizer
@@ -22,17 +22,41 @@ def silent(message: str) -> None:
     """A log that says nothing."""
 
 
+def unwatched(point: ExplorationPoint) -> None:
+    """Exploration points nobody watches."""
+
+
+@dataclass(frozen=True)
+class Observers:
+    """Who hears of a chain's work: the algorithms' lines, each exploration point measured, and the
+    estimator's phases (Grafana annotations)."""
+
+    log: Callable[[str], None] = silent
+    on_point: Callable[[ExplorationPoint], None] = unwatched
+    phases: Phases = NO_PHASES
+
+
 @dataclass
 class Chain:
     estimator: CapacityEstimator
     optimizer: ConfigurationOptimizer
     explorer: ResourceExplorer
+    staged: CapacityEstimator | None = None
+    """The estimator on the checkpoint cluster (staged measurements beyond the testbed), if any."""
+
+    @property
+    def estimators(self) -> tuple[CapacityEstimator, ...]:
+        """Every estimator of the chain: their calls and testbed time are the plan's cost."""
+        return (self.estimator,) + ((self.staged,) if self.staged is not None else ())
 
 
 def assemble(testbed: Testbed, ledger: Ledger, query: str, timing: Timing, *, policy: str = DEFAULT_POLICY,
              explorer: ExplorerSettings | None = None, log: Callable[[str], None] = silent,
-             phases: Phases = NO_PHASES) -> Chain:
-    """The chain for one query on one testbed, every window through ``ledger`` (its phases told to ``phases``)."""
+             phases: Phases = NO_PHASES, checkpoint: Testbed | None = None) -> Chain:
+    """The chain for one query on one testbed, every window through ``ledger`` (its phases told to ``phases``);
+    with ``checkpoint`` (a larger cluster), a second estimator there for staged measurements."""
     estimator = CapacityEstimator(testbed, ledger, timing, log, phases)
     optimizer = ConfigurationOptimizer(estimator, testbed.query(query), policy_named(policy))
-    return Chain(estimator, optimizer, ResourceExplorer(optimizer, testbed.info(), explorer or ExplorerSettings(), log))
+    staged = CapacityEstimator(checkpoint, ledger, timing, log, phases) if checkpoint is not None else None
+    return Chain(estimator, optimizer, ResourceExplorer(optimizer, testbed.info(), explorer or ExplorerSettings(), log),
+                 staged)

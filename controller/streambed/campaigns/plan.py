@@ -7,25 +7,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
-
-from ..planner.estimator import NO_PHASES, CapacityEstimator, Phases, Timing
-from ..planner.exploration import Exploration, ExplorationPoint, ExplorerSettings
+from ..planner.estimator import NO_PHASES, Phases, Timing
+from ..planner.exploration import Exploration, ExplorerSettings
 from ..files import write_text
 from ..ledger import Ledger
 from ..model import Plan, Query, SingleTaskMetrics, Surrogate
 from ..model.catchup import CatchUp
 from ..model import keystats
 from ..model.keystats import KeyStatistics
-from ..planner.policies import DEFAULT_POLICY
 from ..report import plots
 from ..report.html import write_report
 from ..testbed.base import Testbed
 from ..errors import UserError
 from .base import Advance, Log, ignore, open_ledger, testbed_of
-from .chain import assemble, silent
+from .chain import Observers, assemble
 from .explore import ExploreCampaign, point_line
-from .settings import DEFAULT_RATE_MULTIPLE, PlanSettings
+from .settings import DEFAULT_RATE_MULTIPLE, PlanRequest, PlanSettings
 
 
 @dataclass
@@ -63,48 +60,40 @@ def default_rate(exploration: Exploration, multiple: float = DEFAULT_RATE_MULTIP
     return multiple * max(p.mst for p in exploration.points if p.slots == top)
 
 
-def run_plan(testbed: Testbed, ledger: Ledger, query: str, rate: float | None, memories: Sequence[int],
-             timing: Timing, settings: ExplorerSettings, out_dir: Path, *, policy: str = DEFAULT_POLICY,
-             log: Callable[[str], None] = silent,
-             on_point: Callable[[ExplorationPoint], None] | None = None,
-             phases: Phases = NO_PHASES, checkpoint: Testbed | None = None,
-             rate_multiple: float = DEFAULT_RATE_MULTIPLE,
-             catch_up: tuple[float, float] | None = None) -> PlanOutcome:
-    """The plan on a testbed already built (the evaluation builds its own). ``rate`` None: plan for
-    ``rate_multiple`` x the largest budget's measured MST. ``checkpoint``: a larger cluster (part
+def run_plan(testbed: Testbed, ledger: Ledger, request: PlanRequest, out_dir: Path, *,
+             checkpoint: Testbed | None = None, observers: Observers = Observers()) -> PlanOutcome:
+    """The plan on a testbed already built (the evaluation builds its own). ``request.rate`` None: plan for
+    ``request.rate_multiple`` x the largest budget's measured MST. ``checkpoint``: a larger cluster (part
     of production) where disagreeing or unreachable plans get a staged measurement before the plan is
-    made again (ResourceExplorer.checkpoint). ``catch_up`` (B, T): the plan also drains B seconds of
+    made again (ResourceExplorer.checkpoint). ``request.catch_up`` (B, T): the plan also drains B seconds of
     backlog within T after a restart, so it is sized for rate x (1 + B/T) on every operator a backlog
     reaches; with a replay source every operator is downstream of the source, so that is all of them
     (the plan's rate is that effective rate; plan.catch_up keeps B, T and the steady rate)."""
-    chain = assemble(testbed, ledger, query, timing, policy=policy, explorer=settings, log=log, phases=phases)
+    query, memories, on_point = request.query, list(request.memories), observers.on_point
+    chain = assemble(testbed, ledger, query, Timing.named(request.timing), policy=request.policy,
+                     explorer=request.explorer, log=observers.log, phases=observers.phases, checkpoint=checkpoint)
     estimator, optimizer, explorer = chain.estimator, chain.optimizer, chain.explorer
     exploration = explorer.explore(memories, on_point)
-    target = rate if rate is not None else default_rate(exploration, rate_multiple)
-    catch = CatchUp(*catch_up, target) if catch_up else None
+    target = request.rate if request.rate is not None else default_rate(exploration, request.rate_multiple)
+    catch = CatchUp(*request.catch_up, target) if request.catch_up else None
     if catch is not None:
         target = catch.effective_rate
     plan = explorer.plan(exploration, target, memories)
     probes = explorer.probe(exploration, plan, estimator)
     for p in probes:
-        if on_point:
-            on_point(p)
+        on_point(p)
     if probes:
         plan = explorer.plan(exploration, target, memories)
-    estimators = [estimator]
-    if checkpoint is not None:
-        staged = CapacityEstimator(checkpoint, ledger, timing, log, phases)
-        estimators.append(staged)
-        staged_points = explorer.checkpoint(exploration, plan, staged, checkpoint.info().max_slots)
+    if chain.staged is not None:
+        staged_points = explorer.checkpoint(exploration, plan, chain.staged, checkpoint.info().max_slots)
         for p in staged_points:
-            if on_point:
-                on_point(p)
+            on_point(p)
         if staged_points:
             plan = explorer.plan(exploration, target, memories)
     # Counted after the plan: its last BIDS2 pass may need the single-task run of a profile D never
     # measured, which is an estimate too (the paper's #CE and testbed time include it).
-    exploration.estimator_calls = sum(e.calls for e in estimators)
-    exploration.testbed_seconds = sum(e.testbed_seconds for e in estimators)
+    exploration.estimator_calls = sum(e.calls for e in chain.estimators)
+    exploration.testbed_seconds = sum(e.testbed_seconds for e in chain.estimators)
     plan = replace(plan, catch_up=catch)
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -148,10 +137,10 @@ class PlanCampaign(ExploreCampaign):
         # recorded only when set: ledgers from before resume; a re-plan (replan.plan_within) reads them
         if s.risk is not None:
             params["risk"] = s.risk
-        if s.max_extrapolation != ExplorerSettings.max_extrapolation:
-            params["max_extrapolation"] = s.max_extrapolation
-        if s.min_marginal != ExplorerSettings.min_marginal:
-            params["min_marginal"] = s.min_marginal
+        if s.guards.max_extrapolation != ExplorerSettings.max_extrapolation:
+            params["max_extrapolation"] = s.guards.max_extrapolation
+        if s.guards.min_marginal != ExplorerSettings.min_marginal:
+            params["min_marginal"] = s.guards.min_marginal
         if s.checkpoint_slots:
             params["checkpoint_slots"] = s.checkpoint_slots
         if s.rate is None and s.rate_multiple != DEFAULT_RATE_MULTIPLE:
@@ -165,11 +154,11 @@ class PlanCampaign(ExploreCampaign):
     def run(self, advance: Advance = ignore) -> PlanResult:
         s = self.settings
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
-            explorer = replace(s.explorer(), key_statistics=self.key_statistics)
-            outcome = run_plan(self.testbed, ledger, self.query.name, s.rate, self.memories, self.timing, explorer,
-                               self.directory, policy=s.policy, log=self.log,
-                               on_point=lambda p: advance(point_line(p)), phases=self.phases,
-                               checkpoint=self.checkpoint, rate_multiple=s.rate_multiple, catch_up=s.catch_up)
+            request = PlanRequest(self.query.name, tuple(self.memories), rate=s.rate, rate_multiple=s.rate_multiple,
+                                  catch_up=s.catch_up, timing=self.timing.name, policy=s.policy,
+                                  explorer=replace(s.explorer(), key_statistics=self.key_statistics))
+            outcome = run_plan(self.testbed, ledger, request, self.directory, checkpoint=self.checkpoint,
+                               observers=Observers(self.log, lambda p: advance(point_line(p)), self.phases))
             result = PlanResult(outcome, str(ledger.path), ledger.replayed, ledger.executed)
         # the campaign's page, once its ledger holds the result (streambed report writes it again)
         outcome.files["report"] = str(write_report(self.directory))

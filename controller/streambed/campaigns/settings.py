@@ -133,6 +133,21 @@ class ExploreSettings:
 
 
 @dataclass(frozen=True)
+class GuardRails:
+    """The plan's guard rails (docs/planner.md): how far a fitted model may be extrapolated. One object for the
+    plan and fit commands, their campaigns and the explorer's settings they become."""
+
+    max_extrapolation: float = ExplorerSettings.max_extrapolation
+    """A plan uses at most this many times the largest budget measured."""
+    min_marginal: float = ExplorerSettings.min_marginal
+    """A plan stops where the model gains less per slot than this fraction of its gain at the largest budget."""
+
+    def applied(self, explorer: ExplorerSettings) -> ExplorerSettings:
+        """``explorer`` with these guard rails."""
+        return replace(explorer, max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal)
+
+
+@dataclass(frozen=True)
 class PlanSettings(ExploreSettings):
     """Exploration, then the plan for a target rate (section VI, "Model usage")."""
 
@@ -140,8 +155,7 @@ class PlanSettings(ExploreSettings):
     """Target events/s; None: rate_multiple x the largest budget's measured MST."""
     rate_multiple: float = DEFAULT_RATE_MULTIPLE
     safety: float = ExplorerSettings.safety
-    max_extrapolation: float = ExplorerSettings.max_extrapolation
-    min_marginal: float = ExplorerSettings.min_marginal
+    guards: GuardRails = GuardRails()
     risk: float | None = ExplorerSettings.risk
     """Size for this risk of under-provisioning instead of the flat safety factor."""
     checkpoint_slots: int | None = None
@@ -160,9 +174,26 @@ class PlanSettings(ExploreSettings):
     None: the rate alone."""
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
-        return replace(super().explorer(self.safety if safety is None else safety),
-                       max_extrapolation=self.max_extrapolation, min_marginal=self.min_marginal, risk=self.risk,
-                       probes=self.skew_probes)
+        return replace(self.guards.applied(super().explorer(self.safety if safety is None else safety)),
+                       risk=self.risk, probes=self.skew_probes)
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One plan on a testbed already built (the plan campaign's, the evaluation's): what to plan for, and how
+    the chain measures (timing, policy) and plans (the explorer's settings, with their guard rails)."""
+
+    query: str
+    memories: tuple[int, ...]
+    """Memory per slot to explore and plan, MB."""
+    rate: float | None = None
+    """Target events/s; None: rate_multiple x the largest budget's measured MST."""
+    rate_multiple: float = DEFAULT_RATE_MULTIPLE
+    catch_up: tuple[float, float] | None = None
+    """(B, T): also drain B seconds of backlog within T after a restart; None: the rate alone."""
+    timing: str = DEFAULT_TIMING
+    policy: str = DEFAULT_POLICY
+    explorer: ExplorerSettings = ExplorerSettings()
 
 
 @dataclass(frozen=True)
@@ -199,8 +230,7 @@ class FitSettings:
     family: str = "auto"
     """linear, log, sqrt, or auto: the explorer's own selection rule."""
     safety: float = ExplorerSettings.safety
-    max_extrapolation: float = ExplorerSettings.max_extrapolation
-    min_marginal: float = ExplorerSettings.min_marginal
+    guards: GuardRails = GuardRails()
     training: str = "all"
     memory_feature: str = "taskmanager-mb"
     log: str = "log1p"

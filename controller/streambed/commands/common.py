@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..campaigns.settings import CampaignSettings, TestbedSpec
+from ..campaigns.settings import CampaignSettings, GuardRails, TestbedSpec
 from ..dataset import DEFAULT_LAKE
 from ..planner.estimator import DEFAULT_TIMING, TIMINGS
 from ..planner.policies import DEFAULT_POLICY, POLICIES
@@ -87,10 +87,15 @@ def run(campaign: Any, out: Output) -> Any:
         return campaign.run(lambda description: step.advance(description=description))
 
 
-def guard_options(sp: argparse.ArgumentParser, defaults) -> None:
+def guard_options(sp: argparse.ArgumentParser) -> None:
     """The plan's guard rails (docs/planner.md): how far a model may be extrapolated."""
-    sp.add_argument("--max-extrapolation", type=extrapolation, default=defaults.max_extrapolation,
+    sp.add_argument("--max-extrapolation", type=extrapolation, default=GuardRails.max_extrapolation,
                     help="plan at most this many times the largest budget measured")
-    sp.add_argument("--min-marginal", type=fraction, default=defaults.min_marginal,
+    sp.add_argument("--min-marginal", type=fraction, default=GuardRails.min_marginal,
                     help="stop where the model gains less per slot than this fraction of its gain at the largest "
                          "budget measured (0: no such limit, as the paper)")
+
+
+def guard_rails(ns: argparse.Namespace) -> GuardRails:
+    """The guard rails of guard_options."""
+    return GuardRails(max_extrapolation=ns.max_extrapolation, min_marginal=ns.min_marginal)

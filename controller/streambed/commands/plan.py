@@ -7,7 +7,8 @@ from pathlib import Path
 from ..campaigns.settings import PlanSettings
 from ..report.console import Output
 from .args import catch_up, multiple, rate, risk, safety, slots
-from .common import campaign_options, guard_options, input_options, logs, output_options, planner_options, run
+from .common import (campaign_options, guard_options, guard_rails, input_options, logs, output_options,
+                     planner_options, run)
 from .explore import explorer_options, explorer_settings
 
 
@@ -23,7 +24,7 @@ def register(sub) -> None:
                     help="over-provisioning factor (paper: 1.10)")
     sp.add_argument("--risk", type=risk, default=PlanSettings.risk,
                     help="size for this risk of under-provisioning, from the fit's bootstrap (instead of --safety)")
-    guard_options(sp, PlanSettings)
+    guard_options(sp)
     sp.add_argument("--catch-up", type=catch_up, metavar="B/T",
                     help="also drain B seconds of backlog within T after a restart, e.g. 300s/600s: sized for "
                          "rate x (1 + B/T) (default: the rate alone)")
@@ -50,8 +51,8 @@ def cmd_plan(args, out: Output) -> None:
     from ..report.tables import plan_tables
 
     settings = explorer_settings(PlanSettings, args, rate=args.rate, rate_multiple=args.rate_multiple,
-                                 safety=args.safety, max_extrapolation=args.max_extrapolation,
-                                 min_marginal=args.min_marginal, risk=args.risk, checkpoint_slots=args.checkpoint_slots,
+                                 safety=args.safety, guards=guard_rails(args), risk=args.risk,
+                                 checkpoint_slots=args.checkpoint_slots,
                                  checkpoint_inventory=args.checkpoint_inventory, key_stats=args.key_stats,
                                  skew_probes=args.skew_probes, catch_up=args.catch_up)
     result = run(PlanCampaign(settings, **logs(args, out)), out)

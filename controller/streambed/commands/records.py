@@ -10,7 +10,7 @@ from ..campaigns.settings import ExportSettings, FitSettings, MetricsSettings
 from ..errors import UserError
 from ..report.console import Output
 from .args import memory_list, memory_mb, rate, safety
-from .common import guard_options, output_options
+from .common import guard_options, guard_rails, output_options
 
 def register(sub) -> None:
     sp = sub.add_parser("fit", help="the explorer's model from recorded measurements, inverse-solved for a rate "
@@ -24,7 +24,7 @@ def register(sub) -> None:
                     help="surrogate family; auto: the explorer's own selection rule")
     sp.add_argument("--safety", type=safety, default=FitSettings.safety,
                     help="over-provisioning factor (paper: 1.10)")
-    guard_options(sp, FitSettings)
+    guard_options(sp)
     sp.add_argument("--training", choices=TRAINING, default=FitSettings.training,
                     help="all measurements (the explorer), or paper-prefix: the paper's best first-k rows, k=5..20")
     sp.add_argument("--memory-feature", choices=tuple(MEMORY_FEATURES), default=FitSettings.memory_feature,
@@ -94,7 +94,7 @@ def cmd_fit(args, out: Output) -> None:
 
     data = fit_measurements(FitSettings(args.measurements, args.rate, memories=args.memory or (), family=args.family,
                                         safety=args.safety, training=args.training,
-                                        max_extrapolation=args.max_extrapolation, min_marginal=args.min_marginal,
+                                        guards=guard_rails(args),
                                         memory_feature=args.memory_feature, log=args.log))
     m = data["model"]
     scores = data["loocv_rmse_by_family"]
