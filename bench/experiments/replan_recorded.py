@@ -38,7 +38,8 @@ TESTBED_SLOTS = 48
 FLOOR = 0.97
 
 
-def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings: dict | None = None) -> list[dict]:
+def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings: dict | None = None,
+                reselect: bool = False) -> list[dict]:
     profile = load_profile(profile_path)
     ex = Exploration.from_dict(json.loads((case_dir / "exploration.json").read_text()))
     memories = sorted(int(m) for m in row["memories"])
@@ -49,7 +50,11 @@ def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings:
     with tempfile.TemporaryDirectory() as d, Ledger.open(d, "plan", {"query": profile.name}, resume=False) as ledger:
         est = CapacityEstimator(tb, ledger, Timing.named(timing))
         opt = ConfigurationOptimizer(est, query, policy_named(DEFAULT_POLICY))
-        explorer = ResourceExplorer(opt, tb.info(), ExplorerSettings(seed=0, **(explorer_settings or {})))
+        settings = ExplorerSettings(seed=0, **(explorer_settings or {}))
+        explorer = ResourceExplorer(opt, tb.info(), settings)
+        if reselect:  # the model chosen again from the recorded points by the current selection rules
+            from streambed.planner.selection import select
+            select(ex, settings)
         rate = row["rate"]
         plan = explorer.plan(ex, rate, memories)
         if hasattr(explorer, "probe") and explorer.probe(ex, plan, est):
@@ -93,6 +98,8 @@ def main() -> int:
     parser.add_argument("--cases", default=None, help="the section's case directory (default: run/<letter>)")
     parser.add_argument("--profiles", default=None, help="where the profiles' YAML files are (default: by name)")
     parser.add_argument("--skip", default="", help="profiles to leave out, comma-separated")
+    parser.add_argument("--reselect", action="store_true",
+                        help="choose the model's family and features again with the current selection rules")
     parser.add_argument("--out", type=Path, default=None, help="write the records as JSON here")
     parser.add_argument("--explorer", action="append", default=[],
                         help="an ExplorerSettings field as name=value (text, or a number), repeatable")
@@ -113,7 +120,7 @@ def main() -> int:
             continue
         t0 = time.time()
         path = str(Path(args.profiles) / f"{row['profile']}.yaml") if args.profiles else row["profile"]
-        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path, settings)
+        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path, settings, args.reselect)
         records += recs
         print(f"{row['profile']} x{row['multiple']:g}: " + ", ".join(
             f"{r['memory_mb']} MB {r['planned'] or 'unreachable'}{' (beyond)' if r['beyond_trusted'] else ''} "
