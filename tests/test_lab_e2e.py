@@ -159,6 +159,9 @@ def test_lab_provision_deploy_estimate_validate_lose_a_taskmanager_and_destroy(t
         prod = yaml.safe_load((production / "group_vars" / "all.yml").read_text())
         prod_rest = f"http://{prod['flink_rest_address']}:{prod['flink_rest_port']}"
         assert prod_rest != rest
+        # and its report names that cluster (the production inventory's directory)
+        assert report["cluster"]["name"] == production.name and report["cluster"]["testbed"].endswith(prod_rest), \
+            report["cluster"]
         assert _taskmanagers(prod_rest) == 3
         jobs = requests.get(f"{prod_rest}/jobs/overview", timeout=10).json()["jobs"]
         assert len(jobs) >= 1, jobs
