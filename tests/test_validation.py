@@ -77,3 +77,49 @@ def test_validate_on_the_sim(tmp_path, fraction, expected):
         report = validate(tb, ledger, "toy", Budget(cfg.slots, 4096), cfg, fraction * capacity, settings)
     assert report.verdict == expected
     assert [r.multiplier for r in report.runs] == [1.0, 1.2, 1.5]
+
+
+# -- the validate campaign's typed result and the command's lines -------------------------------------------
+
+def test_validate_says_on_the_console_what_its_json_and_ledger_hold(tmp_path):
+    """The command reads the campaign's ValidationResult; its table title, run rows and catch-up line carry
+    the same numbers as the JSON (ValidationResult.to_dict), and the ledger holds that JSON without files."""
+    from clitools import json_result, streambed
+    from streambed.ledger import read_campaign
+
+    proc = streambed("validate", "--query", "q1", "--config", "Calc#1=4,Sink#2=2", "--rate", "5e6", "--ramp", "30",
+                     "--duration", "60", "--multipliers", "1,1.5", "--catch-up", "60s/120s", "--campaign-dir", "v",
+                     "--json", cwd=tmp_path, columns=400, timeout=300)
+    d = json_result(proc)
+    assert (f"Validation on {d['cluster']['name']}: {d['slots']} slots x {d['memory_mb']} MB at {d['rate']:,.0f} "
+            f"events/s -> {d['verdict']}") in proc.stderr
+    for r in d["runs"]:
+        assert any(line.split("│")[1].strip() == f"{r['multiplier'] * 100:.0f} %" and line.split("│")[-2].strip()
+                   == r["verdict"] for line in proc.stderr.splitlines() if line.startswith("│"))
+    c = d["catch_up"]
+    drained = f"drained in {c['drain_s']:,.0f} s" if c["drain_s"] is not None else "not drained"
+    assert (f"catch-up: {c['backlog_s']:g} s of backlog at {c['rate']:,.0f} events/s, to drain within "
+            f"{c['within_s']:g} s: {c['verdict']} ({drained})") in proc.stderr
+    recorded = read_campaign(tmp_path / "v").result
+    assert recorded == {k: v for k, v in d.items() if k != "files"} and d["files"]["report"].endswith("report.html")
+
+
+def test_a_catch_up_the_testbed_cannot_run_is_said_as_the_json_says_it():
+    from streambed.campaigns.validate import CatchUpNotRun, ValidationResult
+    from streambed.commands.validate import _catch_up_line
+    from streambed.model.catchup import CatchUp
+    from streambed.planner.validation import ValidationReport
+
+    cfg = Configuration((("a", 2),))
+    report = ValidationReport(1000.0, cfg, 4096, [], RIGHT)
+    result = ValidationResult(report, {"name": "local"}, CatchUpNotRun(CatchUp(300.0, 600.0, 1000.0), "no offset"),
+                              plan_file="p/plan.json", files={"report": "r.html"})
+    d = result.to_dict()
+    assert list(d) == ["rate", "slots", "memory_mb", "configuration", "verdict", "runs", "cluster", "catch_up", "plan",
+                       "files"]
+    assert d["catch_up"] == {"backlog_s": 300.0, "within_s": 600.0, "rate": 1000.0, "effective_rate": 1500.0,
+                             "verdict": "not run", "why": "no offset"}
+    assert d["plan"] == {"file": "p/plan.json", "replanned_for_cluster": False}
+    assert _catch_up_line(result) == ("catch-up: 300 s of backlog at 1,000 events/s, to drain within 600 s: not run "
+                                      "(no offset)")
+    assert _catch_up_line(ValidationResult(report, {"name": "sim"})) is None

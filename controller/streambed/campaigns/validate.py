@@ -4,8 +4,9 @@ size of production (paper section VIII)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from ..errors import UserError
 from ..planner.estimator import NO_PHASES, Phases
@@ -15,7 +16,7 @@ from ..model.catchup import CatchUp
 from ..records import read_plan
 from ..report.grafana.annotations import GrafanaAnnotations
 from ..report.html import write_report
-from ..planner.validation import RunVerdict, drain_run, validate
+from ..planner.validation import DrainVerdict, RunVerdict, ValidationReport, drain_run, validate
 from .replan import plan_within
 from .base import Advance, Log, configuration_of, ignore, open_ledger, testbed_of
 from .settings import DEFAULT_MEMORY_MB, TestbedSpec, ValidateSettings
@@ -99,6 +100,54 @@ def check_fits(info, budget: Budget, what: str, remedy: str = "plan a rate it ho
                         f"on the sim): validate on a larger cluster, or {remedy}")
 
 
+@dataclass(frozen=True)
+class CatchUpNotRun:
+    """A catch-up run asked of a testbed that cannot start a job behind a backlog, and why."""
+
+    catch_up: CatchUp
+    why: str
+    verdict: str = "not run"
+
+    def to_dict(self) -> dict:
+        return {**self.catch_up.to_dict(), "verdict": self.verdict, "why": self.why}
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    """What the validate campaign gives its command: the runs and their verdicts (``report``, with the
+    catch-up run's drain when one ran), the cluster it ran on, a catch-up run that could not run, the plan
+    file validated and whether it was re-planned for the cluster, and the files written."""
+
+    report: ValidationReport
+    cluster: dict
+    catch_up_not_run: CatchUpNotRun | None = None
+    plan_file: str | None = None
+    """The plan.json validated; None: a configuration given with --config."""
+    replanned_for_cluster: bool = False
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return self.report.verdict
+
+    @property
+    def drain(self) -> DrainVerdict | None:
+        return self.report.drain
+
+    def recorded(self) -> dict:
+        """The ledger's result: the command's JSON without the files."""
+        d = {**self.report.to_dict(), "cluster": self.cluster}
+        if self.catch_up_not_run is not None:
+            d["catch_up"] = self.catch_up_not_run.to_dict()
+        if self.plan_file is not None:
+            d["plan"] = {"file": self.plan_file, "replanned_for_cluster": self.replanned_for_cluster}
+        return d
+
+    def to_dict(self) -> dict:
+        """The command's JSON."""
+        return self.recorded() | {"files": dict(self.files)}
+
+
 class ValidateCampaign:
     kind = "validate"
 
@@ -163,7 +212,7 @@ class ValidateCampaign:
                 "multipliers": list(r.multipliers), "ramp_s": r.ramp_s, "duration_s": r.duration_s,
                 "window_s": r.window_s, **({"catch_up": self.catch_up.to_dict()} if self.catch_up else {})}
 
-    def run(self, advance: Advance = ignore) -> dict:
+    def run(self, advance: Advance = ignore) -> ValidationResult:
         def on_run(r: RunVerdict, replayed: bool) -> None:
             advance(f"{r.multiplier * 100:.0f} %: {r.verdict}")
 
@@ -172,23 +221,23 @@ class ValidateCampaign:
                 self.status(note)
             report = validate(self.testbed, ledger, self.query.name, self.budget, self.configuration, self.rate,
                               self.settings.runs, on_run=on_run, phases=self.phases)
+            not_run = None
             if self.catch_up is not None:
                 report.drain = drain_run(self.testbed, ledger, self.query.name, self.budget, self.configuration,
                                          self.catch_up, phases=self.phases)
                 advance(f"catch-up: {report.drain.verdict}" if report.drain else "catch-up: not run")
-            data = {**report.to_dict(), "cluster": self.cluster}
-            if self.catch_up is not None and report.drain is None:
-                data["catch_up"] = {**self.catch_up.to_dict(), "verdict": "not run",
-                                    "why": f"the {self.testbed.info().name} testbed cannot start a job behind a backlog "
-                                           f"(its rate-limited source has no start offset)"}
-            if self.plan is not None:
-                data["plan"] = {"file": str(self.settings.plan), "replanned_for_cluster": self.replanned}
-            ledger.set_result(data)
+                if report.drain is None:
+                    not_run = CatchUpNotRun(self.catch_up, f"the {self.testbed.info().name} testbed cannot start a "
+                                                           f"job behind a backlog (its rate-limited source has no "
+                                                           f"start offset)")
+            plan_file = str(self.settings.plan) if self.plan is not None else None
+            result = ValidationResult(report, self.cluster, not_run, plan_file, self.replanned)
+            ledger.set_result(result.recorded())
         plan = self.plan.to_dict() if self.plan else None
-        data["files"] = {}
+        files = {}
         if self.replanned:  # the plan validated is this cluster's re-plan: kept beside the report
-            data["files"]["plan"] = str(self.directory / "plan.json")
-            write_text(data["files"]["plan"], json.dumps(plan, indent=2) + "\n")
+            files["plan"] = str(self.directory / "plan.json")
+            write_text(files["plan"], json.dumps(plan, indent=2) + "\n")
         # the campaign's page, once its ledger holds the result (streambed report --plan writes it again)
-        data["files"]["report"] = str(write_report(self.directory, plan=plan))
-        return data
+        files["report"] = str(write_report(self.directory, plan=plan))
+        return replace(result, files=files)

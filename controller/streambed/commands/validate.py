@@ -47,11 +47,26 @@ def cmd_validate(args, out: Output) -> None:
                                 memory_mb=args.memory, rate=args.rate, runs=runs,
                                 production_slots=args.production_slots, within_cluster=args.within_cluster,
                                 catch_up=args.catch_up)
-    data = run(ValidateCampaign(settings, **logs(args, out)), out)
+    result = run(ValidateCampaign(settings, **logs(args, out)), out)
+    data = result.to_dict()
     validation_table(out, data)
-    if data.get("catch_up"):
-        c = data["catch_up"]
-        drained = f"drained in {c['drain_s']:,.0f} s" if c.get("drain_s") is not None else "not drained"
-        out.info(f"catch-up: {c['backlog_s']:g} s of backlog at {c['rate']:,.0f} events/s, to drain within "
-                 f"{c['within_s']:g} s: {c['verdict']}" + (f" ({drained})" if "drain_s" in c else f" ({c['why']})"))
+    catch_up_line = _catch_up_line(result)
+    if catch_up_line:
+        out.info(catch_up_line)
     out.result(data)
+
+
+def _catch_up_line(result) -> str | None:
+    """The catch-up run's console line: the backlog, the rate, the time to drain it in and the verdict."""
+    if result.drain is not None:
+        d = result.drain
+        drained = f"drained in {d.drain_s:,.0f} s" if d.drain_s is not None else "not drained"
+        backlog_s, rate, within_s, verdict, why = d.backlog_s, d.rate, d.within_s, d.verdict, drained
+    elif result.catch_up_not_run is not None:
+        n = result.catch_up_not_run
+        backlog_s, rate, within_s, verdict, why = (n.catch_up.backlog_s, n.catch_up.rate, n.catch_up.within_s,
+                                                   n.verdict, n.why)
+    else:
+        return None
+    return (f"catch-up: {backlog_s:g} s of backlog at {rate:,.0f} events/s, to drain within {within_s:g} s: "
+            f"{verdict} ({why})")
