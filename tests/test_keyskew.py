@@ -220,30 +220,3 @@ def test_a_plans_key_warning_is_read_back_and_checked():
     assert plan.entries[0].key_warning == "W: a key ..."
     with pytest.raises(UserError, match=r"entries\[0\]\.key_warning: expected text"):
         Plan.from_dict({"query": "q", "rate": 10.0, "entries": [dict(entry, key_warning=3)]})
-
-
-def test_poisson_quantile_is_the_smallest_count_within_the_tail():
-    from streambed.model.keyskew import poisson_quantile
-    import scipy.stats  # noqa: F401 (only the reference; the planner does not use it)
-    for mean in (0.3, 1.0, 4.5, 30.0):
-        for tail in (0.5, 1e-2, 4.5e-4):
-            k = poisson_quantile(mean, tail)
-            assert scipy.stats.poisson.sf(k, mean) <= tail < scipy.stats.poisson.sf(k - 1, mean) if k else True
-
-
-def test_few_keys_per_task_are_counted_whole():
-    """188 near-even keys (a generated join, section G) hashed at random, 263 tasks over 512 key groups
-    (0.7-1.5 keys a task): the normal law's busiest share is below the realized busiest task in most
-    hashings; counted in whole keys (few_keys_share) the plan holds in at least 85 % of them, as max_z
-    does for many keys. With many keys per task the count changes nothing."""
-    from streambed.model.keyskew import FEW_KEYS, few_keys_share
-    w = zipf(188, 0.0214)
-    h = float((w ** 2).sum())
-    p, m = 263, 512
-    planned = KeySkew(h).busiest_share(p, m)
-    normal = max(c / m + max_z(n) * math.sqrt(c / m * (1 - c / m) * h) for c, n in group_classes(p, m))
-    realized = [float(hashed_shares(w, p, m, seed).max()) for seed in range(200)]
-    assert np.mean([r <= normal for r in realized]) < 0.5
-    assert np.mean([r <= planned for r in realized]) >= 0.85
-    assert few_keys_share(1 / 64, 1e-7, 64) == 0.0 and (1 / 64) / 1e-7 > FEW_KEYS
-    assert few_keys_share(0.01, 0.0, 10) == 0.0

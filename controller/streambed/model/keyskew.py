@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable, Sequence
 
 from . import keygroups
@@ -40,45 +39,6 @@ def max_z(n: int) -> float:
     bound in 15 % of draws at 10 tasks, 10 % at 1,000 (tests/test_keyskew.py); the expectation, in
     half of them."""
     return math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
-
-
-def max_tail(n: int) -> float:
-    """The chance a normal draw exceeds max_z(n): the tail the busiest of n tasks is planned at."""
-    return 0.5 * math.erfc(max_z(n) / math.sqrt(2.0))
-
-
-FEW_KEYS = 100.0
-"""Keys per task (1/H of them, even) up to which the busiest task is also counted in whole keys
-(few_keys_share); beyond, the normal law's error is a few percent of the excess, and the count costs time."""
-
-
-@lru_cache(maxsize=65536)
-def poisson_quantile(mean: float, tail: float) -> int:
-    """The smallest k with P(X > k) <= ``tail`` for X ~ Poisson(``mean``), for a mean of at most a few
-    hundred (exp(-mean) stays a normal float)."""
-    pmf = cdf = math.exp(-mean)
-    k = 0
-    while 1.0 - cdf > tail and pmf > 0.0:
-        k += 1
-        pmf *= mean / k
-        cdf += pmf
-    return k
-
-
-def few_keys_share(group_share: float, concentration: float, tasks: int) -> float:
-    """The busiest of ``tasks`` tasks, each owning ``group_share`` of the key groups, counted in whole keys:
-    1/H even keys of share H each, a task's count Poisson with mean g/H, planned at the quantile the
-    normal law's max_z stands for (max_tail). Where a task holds a few keys the count's tail is
-    heavier than the normal one: a generated join of 188 keys planned on 263 tasks (0.7-1.6 keys each)
-    got a busiest task of 4 keys where the normal law gave the share of 2.7, and its plan sustained
-    0.91 of the target (docs/evaluation.md, section G). 0 where tasks hold more than FEW_KEYS keys
-    (the normal law then stands) or H is 0."""
-    if concentration <= 0.0 or tasks < 1:
-        return 0.0
-    mean = group_share / concentration
-    if mean > FEW_KEYS:
-        return 0.0
-    return min(1.0, poisson_quantile(round(mean, 9), max_tail(tasks)) * concentration)
 
 
 def group_classes(parallelism: int, max_parallelism: int) -> tuple[tuple[int, int], ...]:
@@ -127,8 +87,8 @@ class KeySkew:
     def busiest_share(self, parallelism: int, max_parallelism: int) -> float:
         """The share of the input the busiest of ``parallelism`` tasks receives over ``max_parallelism``
         key groups, as planned: per class of tasks owning the same number of groups, their share plus
-        max_z of their count standard deviations, or, where its tasks hold few keys, their whole keys
-        (few_keys_share); at least the hottest key's share with its task's part of the rest."""
+        max_z of their count standard deviations; at least the hottest key's share with its task's
+        part of the rest."""
         p, m = int(parallelism), int(max_parallelism)
         if p <= 1:
             return 1.0
@@ -136,7 +96,7 @@ class KeySkew:
         busiest = 0.0
         for groups, tasks in group_classes(p, m):
             g = groups / m
-            busiest = max(busiest, g + max_z(tasks) * math.sqrt(g * (1.0 - g) * h), few_keys_share(g, h, tasks))
+            busiest = max(busiest, g + max_z(tasks) * math.sqrt(g * (1.0 - g) * h))
         w = self.floor
         largest = max(groups for groups, _ in group_classes(p, m)) / m
         return min(1.0, max(busiest, w + (1.0 - w) * largest))
