@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import multiprocessing
@@ -192,19 +193,39 @@ def under_line(record: dict) -> str:
             f"own MST / target {f'{ratio:.3f}' if ratio is not None else '-'}")
 
 
+def testbed_basis(gt: GroundTruth, cache: Path | None = None) -> float:
+    """The truth's MST of the best 48-slot configuration at 4 GB, which fixes a row's target. With ``cache``
+    it is measured once per profile and truth settings and kept there (a file named by a digest of both),
+    so a profile's cases at other multiples, each in its own process, read it instead of measuring it
+    again; JSON keeps a float exactly."""
+    if cache is None:
+        return gt.true_mst(TESTBED_SLOTS, 4096).mst
+    key = hashlib.sha256(repr((gt.profile, gt.settings, TESTBED_SLOTS, 4096)).encode()).hexdigest()[:24]
+    path = cache / f"{key}.json"
+    if path.exists():
+        return json.loads(path.read_text())["mst"]
+    mst = gt.true_mst(TESTBED_SLOTS, 4096).mst
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")  # another case may write the same file meanwhile
+    partial.write_text(json.dumps({"profile": gt.profile.name, "mst": mst}))
+    partial.replace(path)
+    return mst
+
+
 def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = None, seed: int = 0,
                 checkpoint_slots: int | None = None, explorer: dict | None = None,
-                memories: tuple[int, ...] = tuple(MEMORIES)) -> dict:
+                memories: tuple[int, ...] = tuple(MEMORIES), basis_cache: Path | None = None) -> dict:
     """One section A row: ``name`` planned for ``multiple`` x its 48-slot truth, each memory's entry judged
     by the sim's truth (the plan's own configuration, and the smallest budget of that memory that
     sustains the rate). The row's top-level fields are the 4 GB entry's; ``memories`` holds every
     entry's (memory_mb: planned, own_mst, own_over_rate, true_min, limit, verdict).
-    A top-level function so that rows can run in worker processes."""
+    ``basis_cache``: a directory where the 48-slot truth that fixes the target is kept for the profile's
+    other multiples (``testbed_basis``). A top-level function so that rows can run in worker processes."""
     t0 = time.time()
     profile = load_profile(name)
     name = profile.name  # a probe is given by its file's path
     gt = GroundTruth(profile)
-    testbed_mst = gt.true_mst(TESTBED_SLOTS, 4096).mst
+    testbed_mst = testbed_basis(gt, basis_cache)
     rate = multiple * testbed_mst
     timing = "paper-complex" if any(q in name for q in COMPLEX) or any(o.kind == "join" for o in profile.operators) else "paper-simple"
     outcome = plan_campaign(out_dir / f"A-{name}-{multiple:g}x", name, rate, list(memories), timing, seed, risk=risk,
@@ -217,7 +238,7 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
             own_truth = gt.configuration_mst(Configuration.of(profile.query(), e.configuration, e.max_parallelism),
                                              e.memory_mb)
             own_e = own_truth.mst
-        found = gt.least_slots(rate, e.memory_mb)
+        found = gt.least_budget(rate, e.memory_mb)  # (slots, configuration); its MST is not reported
         true_min_e = found[0] if found else None
         by_memory[e.memory_mb] = {"planned": e.slots, "own_mst": own_e,
                                   "own_over_rate": own_e / rate if own_e is not None else None,
@@ -226,8 +247,8 @@ def judged_plan(out_dir: Path, name: str, multiple: float, risk: float | None = 
                                   "configuration": e.configuration, "max_parallelism": e.max_parallelism,
                                   "own_bottleneck": own_truth.bottleneck if own_truth else None,
                                   "own_model_mst": own_truth.model_mst if own_truth else None,
-                                  "true_min_configuration": found[1].configuration.as_dict() if found else None,
-                                  "true_min_max_parallelism": found[1].configuration.max_parallelism if found else None,
+                                  "true_min_configuration": found[1].as_dict() if found else None,
+                                  "true_min_max_parallelism": found[1].max_parallelism if found else None,
                                   "key_warning": e.key_warning, "risk": e.risk,
                                   # a plan beyond the model's trusted range is a plan: judged by its own configuration
                                   "beyond_trusted": e.beyond_trusted, "unseen": list(e.unseen)}
@@ -648,7 +669,8 @@ def generated_case(out_dir: Path, path: str, multiple: float, seed: int) -> dict
     profile the planner cannot plan is a finding, not a reason to stop the section)."""
     t0 = time.time()
     try:
-        return judged_plan(out_dir, path, multiple, seed=seed, memories=GENERATED_MEMORIES)
+        return judged_plan(out_dir, path, multiple, seed=seed, memories=GENERATED_MEMORIES,
+                           basis_cache=out_dir / "testbed-basis")
     except Exception as e:  # noqa: BLE001 - reported per case, with its type
         return {"profile": Path(path).stem, "multiple": multiple, "error": f"{type(e).__name__}: {e}",
                 "wall_s": time.time() - t0}
@@ -702,6 +724,7 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     from streambed.testbed.sim.generate import write_profiles
 
     files = write_profiles(out_dir / "profiles", count, profile_seed)
+    shutil.rmtree(out_dir / "testbed-basis", ignore_errors=True)  # kept for this run's cases only, never an older code's
     cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
     rows, errors = [], []
     order = {(Path(c[1]).stem, c[2]): k for k, c in enumerate(cases)}

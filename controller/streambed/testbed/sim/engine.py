@@ -305,18 +305,32 @@ class Engine:
         warm = formulas.warmup_speed(fill, self.warmup_speedup)
         ws = formulas.working_set_mb(self.ws_base, self.ws_bpr, self.rate_ema, self.ws_retention, fill)
         miss = formulas.miss_ratio(self.available_mb, ws)
-        # the state signals a RocksDB job reports (block-cache hit rate, state access latency)
-        self.cache_hit_rate = np.where(self.stateful, 1.0 - miss, np.nan)  # formulas.cache_hit_rate
-        self.state_latency_ms = np.where(self.stateful, formulas.state_access_latency_ms(
-            miss, self.miss_penalty, self.miss_exponent, self.base_rate), np.nan)
+        self._miss = miss  # the state signals are derived from it when sampled (every few slow updates)
         self.memory_factor = 1.0 / formulas.memory_slowdown(miss, self.miss_penalty, self.miss_exponent)
         self.speed = self.base_rate * noise * warm * self.memory_factor
         self._inv_speed = 1.0 / np.maximum(self.speed, 1e-12)
+
+    @property
+    def cache_hit_rate(self) -> np.ndarray:
+        """Per task, the share of state accesses served from memory (formulas.cache_hit_rate; NaN: stateless),
+        a RocksDB job's block-cache hit rate, at the last slow update."""
+        return np.where(self.stateful, 1.0 - self._miss, np.nan)
+
+    @property
+    def state_latency_ms(self) -> np.ndarray:
+        """Per task, the time a record spends on state reads that miss the cache, ms (NaN: stateless), at
+        the last slow update."""
+        return np.where(self.stateful, formulas.state_access_latency_ms(
+            self._miss, self.miss_penalty, self.miss_exponent, self.base_rate), np.nan)
 
     def advance(self, seconds: float) -> None:
         """Run the job for ``seconds`` (rounded to whole steps)."""
         for _ in range(int(round(seconds / self.dt))):
             self._step()
+
+    def step(self) -> None:
+        """Run the job for one step of ``dt`` (``advance(dt)``, without its rounding)."""
+        self._step()
 
     def _step(self) -> None:
         dt = self.dt
@@ -394,7 +408,7 @@ class Engine:
             self._acc_out += proc * self.out_sigma
         self._acc_busy += busy
         # np.clip's values, without its Python-level overhead (this runs every step)
-        self._acc_bp += np.minimum(np.maximum(blocked * inv, 0.0), np.maximum(dt - busy, 0.0))
+        self._acc_bp += np.minimum(np.maximum(0.0, blocked * inv), np.maximum(dt - busy, 0.0))
         self._acc_in += proc
         self._acc_emitted += emitted
         self._acc_offered += offer
@@ -449,6 +463,6 @@ class Engine:
         s.offered.append(self._acc_offered / period)
         s.pending.append(self.pending)
         s.saturated.append(self._acc_saturated / period)
-        s.cache_hit_rate.append(self.cache_hit_rate.copy())
-        s.state_latency_ms.append(self.state_latency_ms.copy())
+        s.cache_hit_rate.append(self.cache_hit_rate)
+        s.state_latency_ms.append(self.state_latency_ms)
         self._new_sample()

@@ -199,7 +199,7 @@ class GroundTruth:
         emit_per_offer = 1.0 + eng.catch_up
         backlog = [eng.backlog]
         for k in range(1, steps + 1):
-            eng.advance(s.dt)
+            eng.step()
             backlog.append(eng.backlog)
             if k % LOST_CHECK_STEPS == 0 and observation_lost(eng.emitted_total - e0, eng.offered_total - o0,
                                                                 offered_total, emit_per_offer, s.threshold):
