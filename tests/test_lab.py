@@ -75,6 +75,9 @@ def _leftovers(lab_dir: Path, name: str = NAME, bridge: str = BRIDGE) -> list[st
         if str(lab_dir) in cmdline:
             left.append(f"process {pid}: {cmdline[:80]}")
     left += [f"mount {line}" for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(lab_dir) in line]
+    # the flink role's per-host cgroups (streambed-<host>-<hash>) on this machine's cgroup file system
+    left += [f"cgroup {g}" for pattern in (f"streambed-{name}-*", f"*/streambed-{name}-*")
+             for g in Path("/sys/fs/cgroup").glob(pattern)]
     return left
 
 

@@ -42,6 +42,12 @@ down() {
         ip netns del "$NETNS"
     fi
     ip link del "$VETH" 2>/dev/null || true
+    # The flink role's cgroups of this host (streambed-<host>-<12 hex>: the host shares this machine's
+    # cgroup file system), empty now that its processes are gone; deepest first.
+    for group in /sys/fs/cgroup/streambed-"$HOST"-???????????? /sys/fs/cgroup/*/streambed-"$HOST"-????????????; do
+        [ -d "$group" ] || continue
+        find "$group" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    done
     if [ -f "$HOST_DIR/disk.img" ]; then
         for dev in $(losetup --noheadings --output NAME --associated "$HOST_DIR/disk.img"); do
             losetup --detach "$dev"
