@@ -108,11 +108,13 @@ def test_compare_on_a_testbed_without_truth_judges_by_the_measured_mst(fake_comp
     assert row["mst"] == pytest.approx(capacity, rel=0.06)
     assert row["mst_over_rate"] == pytest.approx(row["mst"] / rate)
     assert row["verdict"] == (verdict if row["mst"] >= rate else UNDER)
+    assert row["judge_seconds"] > 0  # the judging's own testbed time, apart from the method's
 
 
 def test_compare_says_beyond_the_testbed_for_a_plan_it_cannot_hold(fake_compare):
     row = fake_compare(9e5)["rows"][0]
     assert row["mst"] is None and row["verdict"] == f"{BEYOND} (16 slots, the testbed has 8)"
+    assert row["judge_seconds"] == 0
 
 
 def test_a_resumed_compare_replays_the_judged_row(fake_compare):

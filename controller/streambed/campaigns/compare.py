@@ -175,13 +175,14 @@ class CompareCampaign:
         return self._judged(sizing, testbed, ledger)
 
     def _judged(self, sizing: Sizing, testbed, ledger) -> dict:
-        mst, bottleneck = None, None
+        mst, bottleneck, judge_seconds = None, None, None
         if sizing.configuration is None:
             what = UNREACHABLE
         elif self.truth is None:
             self.status(f"{sizing.method}: measuring its configuration's MST on the testbed")
             judged = judge(testbed, self.query, sizing, ledger, self.judge_timing, self.log)
             mst, what = judged.mst, judged.verdict(sizing.rate, SUSTAINS, UNDER)
+            judge_seconds = judged.testbed_seconds
         else:
             self.status(f"{sizing.method}: judging its configuration by the sim's ground truth")
             mp = sizing.detail.get("max_parallelism") if isinstance(sizing.detail, Mapping) else None
@@ -193,7 +194,8 @@ class CompareCampaign:
                 "total_memory_mb": sizing.total_memory_mb, "testbed_seconds": sizing.testbed_seconds,
                 "steps": len(sizing.steps), "measurements": sizing.measurements, "mst": mst,
                 "mst_over_rate": None if mst is None else mst / sizing.rate, "bottleneck": bottleneck,
-                "unreachable": sizing.unreachable, "notes": list(sizing.notes), "sizing": sizing.to_dict()}
+                "unreachable": sizing.unreachable, "notes": list(sizing.notes), "sizing": sizing.to_dict(),
+                "judge_seconds": judge_seconds}
 
 
 def row_line(row: dict) -> str:
