@@ -66,3 +66,40 @@ def test_run_plan_plans_the_requests_multiple_and_tells_its_observers_each_point
     assert ex.estimator_calls >= len(ex.points)
     written = json.loads((tmp_path / "c" / "plan.json").read_text())
     assert written == outcome.plan.to_dict()
+
+
+@pytest.mark.slow  # an exploration of two memories on the sim: about 1 min idle
+def test_the_plan_command_writes_each_operators_memory_and_the_total_in_plan_json(tmp_path):
+    """A memory-bound aggregate beside a stateless map: plan.json's entry gives the map a smaller memory per
+    slot than the aggregate (planner/memory.py), its total counts each operator's tasks at their own memory,
+    and the console says what that saves against the entry's one size."""
+    import yaml
+
+    from clitools import json_result, streambed
+
+    # the profile of test_memory_plan.memory_bound_profile, as the YAML --profile reads
+    profile = {"name": "memory-bound", "defaults": {"noise": 0.0}, "operators": [
+        {"name": "m", "kind": "map", "rate": 50_000, "inputs": [{"from": "source"}]},
+        {"name": "agg", "kind": "aggregate", "rate": 200_000, "keys": {"count": 1000, "zipf": 0},
+         "inputs": [{"from": "m", "partitioning": "hash"}],
+         "state": {"working_set_mb": 600, "bytes_per_record": 100, "retention_s": 10, "miss_penalty": 36.0,
+                   "miss_exponent": 0.9, "warmup_s": 1, "warmup_speedup": 1.0}},
+        {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]}]}
+    (tmp_path / "memory-bound.yaml").write_text(yaml.safe_dump(profile))
+    proc = streambed("plan", "--query", "memory-bound", "--profile", "memory-bound.yaml", "--rate", "150000",
+                     "--memory", "512,2048", "--max-slots", "16", "--max-measurements", "8", "--timing", "quick",
+                     "--campaign-dir", "p", "--json", cwd=tmp_path, columns=400, timeout=600)
+    d = json_result(proc)
+    written = json.loads((tmp_path / "p" / "plan.json").read_text())
+    assert written == d["plan"]
+    entry = next(e for e in written["entries"] if e["memory_mb"] == 2048)
+    per_op = entry["memory_by_operator"]
+    assert per_op["m"] < per_op["agg"] == 2048
+    total = sum(p * per_op.get(op, entry["memory_mb"]) for op, p in entry["configuration"].items())
+    assert entry["total_memory_mb"] == total < entry["slots"] * entry["memory_mb"]
+    assert (f"2048 MB per slot: memory per operator: {total:,} MB in total against "
+            f"{entry['slots'] * 2048:,} MB for {entry['slots']} slots of 2048 MB") in proc.stderr
+    # an entry of one size keeps the JSON it had: no total, memory_by_operator null
+    for e in written["entries"]:
+        if not e["memory_by_operator"]:
+            assert "total_memory_mb" not in e

@@ -15,6 +15,8 @@ from ..model import Plan, Query, SingleTaskMetrics, Surrogate
 from ..model.catchup import CatchUp
 from ..model import keystats
 from ..model.keystats import KeyStatistics
+from ..planner.memory import saving_line
+from ..planner.streambed import with_memory_per_operator
 from ..report import plots
 from ..report.html import write_report
 from ..testbed.base import Testbed
@@ -94,6 +96,8 @@ def run_plan(testbed: Testbed, ledger: Ledger, request: PlanRequest, out_dir: Pa
     # measured, which is an estimate too (the paper's #CE and testbed time include it).
     exploration.estimator_calls = sum(e.calls for e in chain.estimators)
     exploration.testbed_seconds = sum(e.testbed_seconds for e in chain.estimators)
+    if request.memory_per_operator:
+        plan = with_memory_per_operator(plan, explorer, exploration)
     plan = replace(plan, catch_up=catch)
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -156,13 +160,21 @@ class PlanCampaign(ExploreCampaign):
         with open_ledger(s.campaign, self.kind, self.params()) as ledger:
             request = PlanRequest(self.query.name, tuple(self.memories), rate=s.rate, rate_multiple=s.rate_multiple,
                                   catch_up=s.catch_up, timing=self.timing.name, policy=s.policy,
-                                  explorer=replace(s.explorer(), key_statistics=self.key_statistics))
+                                  explorer=replace(s.explorer(), key_statistics=self.key_statistics),
+                                  memory_per_operator=s.memory_per_operator)
             outcome = run_plan(self.testbed, ledger, request, self.directory, checkpoint=self.checkpoint,
                                observers=Observers(self.log, lambda p: advance(point_line(p)), self.phases))
             result = PlanResult(outcome, str(ledger.path), ledger.replayed, ledger.executed)
         # the campaign's page, once its ledger holds the result (streambed report writes it again)
         outcome.files["report"] = str(write_report(self.directory))
         return result
+
+
+def memory_saving_lines(plan: Plan) -> list[str]:
+    """Per entry whose operators have their own memory per slot, what that saves against the entry's one size."""
+    return [f"{e.memory_mb} MB per slot: " + saving_line(e.total_memory_mb, e.slots * e.memory_mb,
+                                                       f"{e.slots} slots of {e.memory_mb} MB")
+            for e in plan.entries if e.memory_by_operator and e.slots is not None]
 
 
 def key_statistics(path: Path, query: Query) -> tuple[KeyStatistics, ...]:

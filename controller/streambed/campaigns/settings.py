@@ -172,6 +172,8 @@ class PlanSettings(ExploreSettings):
     catch_up: tuple[float, float] | None = None
     """(B, T): drain B seconds of backlog within T seconds after a restart, so size for rate x (1 + B/T);
     None: the rate alone."""
+    memory_per_operator: bool = True
+    """plan.json gives each operator the memory per slot it needs where that is less (PlanRequest)."""
 
     def explorer(self, safety: float | None = None) -> ExplorerSettings:
         return replace(self.guards.applied(super().explorer(self.safety if safety is None else safety)),
@@ -194,6 +196,9 @@ class PlanRequest:
     timing: str = DEFAULT_TIMING
     policy: str = DEFAULT_POLICY
     explorer: ExplorerSettings = ExplorerSettings()
+    memory_per_operator: bool = False
+    """Give each entry's operators the smallest memory per slot measured that keeps them at the rate
+    (planner/memory.py), where some need less than the entry's; False: one memory per slot for all."""
 
 
 @dataclass(frozen=True)

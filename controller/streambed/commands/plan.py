@@ -47,7 +47,7 @@ def register(sub) -> None:
 
 
 def cmd_plan(args, out: Output) -> None:
-    from ..campaigns.plan import PlanCampaign
+    from ..campaigns.plan import PlanCampaign, memory_saving_lines
     from ..report.tables import plan_tables
 
     settings = explorer_settings(PlanSettings, args, rate=args.rate, rate_multiple=args.rate_multiple,
@@ -58,6 +58,8 @@ def cmd_plan(args, out: Output) -> None:
     result = run(PlanCampaign(settings, **logs(args, out)), out)
     data = result.to_dict()
     plan_tables(out, data["plan"], data["exploration"], replay=args.input != "generator")
+    for line in memory_saving_lines(result.outcome.plan):
+        out.info(line)
     out.info(f"ledger: {result.replayed} steps from the ledger, {result.executed} measured")
     out.info("written: " + ", ".join(result.outcome.files.values()))
     out.result(data)

@@ -82,6 +82,8 @@ class PlanEntry:
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["unseen"] = list(self.unseen)
+        if self.memory_by_operator:  # only then: plans of one size keep the JSON they had
+            d["total_memory_mb"] = self.total_memory_mb
         return d
 
 
