@@ -220,3 +220,18 @@ def test_a_plans_key_warning_is_read_back_and_checked():
     assert plan.entries[0].key_warning == "W: a key ..."
     with pytest.raises(UserError, match=r"entries\[0\]\.key_warning: expected text"):
         Plan.from_dict({"query": "q", "rate": 10.0, "entries": [dict(entry, key_warning=3)]})
+
+
+def test_runs_with_the_jobs_own_key_groups_are_read_with_them():
+    """A job whose max parallelism is fixed (158, as generated profiles draw) runs every configuration that
+    sets none with those key groups: read with Flink's default 128 instead, the tasks' shares of their key
+    groups are wrong and 784,168 keys at Zipf 0.33 look like a hot key."""
+    w = zipf(784_168, 0.33)
+    fixed = Query("q", ("W",), (("source", "W"),), frozenset({"W"}), max_parallelism=158)
+    runs = [(_measurement(list(hashed_shares(w, p, 158, 2) * 1e5), [0.9] * p), None) for p in (8, 16, 31)]
+    skew = key_skews(fixed, runs)["W"]
+    assert skew.hottest < 1e-3 and skew.tested_max_parallelism == 158  # the top key carries 7.5e-5
+    assert skew.concentration == pytest.approx(float((w ** 2).sum()), abs=2e-5)
+    default = key_skews(Query("q", ("W",), (("source", "W"),), frozenset({"W"})), runs)["W"]
+    # what 128 groups made of the same runs: 85 times the concentration, and a key of 0.7 %
+    assert default.concentration > 10 * skew.concentration + 1e-5 and default.hottest > 5e-3
