@@ -126,3 +126,36 @@ def test_only_window_tasks_ever_hold_an_undelivered_burst():
         assert not engine.emit_queue[~engine.is_window].any()
         bursts = bursts or bool(engine.emit_queue[engine.is_window].any())
     assert bursts  # the windows did fire and queue their results
+
+
+# -- section G's target basis, measured once per profile and truth settings ----------------------------------
+
+class CountingTruth:
+    """A ground truth's face as testbed_basis sees it: counts its measurements."""
+
+    def __init__(self, profile, settings):
+        self.profile, self.settings, self.measured = profile, settings, 0
+
+    def true_mst(self, slots, memory_mb):
+        self.measured += 1
+        return type("Truth", (), {"mst": 1234567.891011 + slots + memory_mb / 7})()
+
+
+def test_the_basis_is_measured_once_and_read_back_exactly(tmp_path):
+    from dataclasses import replace
+
+    from evaluate import testbed_basis
+
+    profile = load_profile("q11")
+    first = CountingTruth(profile, FAST)
+    value = testbed_basis(first, tmp_path)
+    second = CountingTruth(profile, FAST)  # another case's process: a new truth, the same inputs
+    assert testbed_basis(second, tmp_path) == value and second.measured == 0
+    changed_profile = CountingTruth(replace(profile, max_parallelism=4096), FAST)
+    testbed_basis(changed_profile, tmp_path)
+    changed_settings = CountingTruth(profile, replace(FAST, observe_s=121))
+    testbed_basis(changed_settings, tmp_path)
+    assert changed_profile.measured == 1 and changed_settings.measured == 1  # other inputs miss it
+    uncached = CountingTruth(profile, FAST)
+    testbed_basis(uncached)
+    assert uncached.measured == 1
