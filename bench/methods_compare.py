@@ -35,7 +35,7 @@ MAX_SLOTS = 2000
 DEFAULT_METHODS = ("streambed", "ds2", "autoscaler", "imai", "rafiki", "justin")
 """Every registered method but ``learned``, which needs a training set (``--training`` adds it)."""
 ROW_FIELDS = ("method", "verdict", "slots", "memory_mb", "total_memory_mb", "testbed_seconds", "steps", "mst",
-              "mst_over_rate", "bottleneck", "error")
+              "mst_over_rate", "bottleneck", "error", "unreachable")
 
 
 def silent(message: str) -> None:
