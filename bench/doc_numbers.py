@@ -43,7 +43,7 @@ ALLOWED = {
     "324": "the paper's BIDS2 solves (a count of its data)",
     "1024": "the default memory per slot, MB", "1024 MB": "the default memory per slot",
     "512 MB": "a memory-per-slot setting", "2048 MB": "a memory-per-slot setting",
-    "4096 MB": "a memory-per-slot setting",
+    "4096 MB": "a memory-per-slot setting", "2048": "a memory-per-slot setting, MB",
     "0.12 core": "cpu_per_slot of the local inventory", "1.32 core": "the local testbed's cores (11 x 0.12)",
     "262144": "the testbed parent's cpu.shares, the kernel's largest",
     "1.10 ×": "the safety factor", "1.25 ×": "the evaluation's rule for a right plan",
@@ -70,7 +70,8 @@ COINCIDENT = {
     "166892": ({"docs/evaluation.md", "docs/methods.md"},
                "the sim truth of q5 at 12 slots (deterministic), a column of the estimator table and "
                "of the methods table, which judge different plans by it"),
-    "188": ({"docs/compare.md", "docs/sim-profiles.md"}, "a q-error's denominator; profiles fitting 1 GB"),
+    "188": ({"docs/compare.md", "docs/evaluation.md", "docs/sim-profiles.md"},
+            "testbed minutes; a join's keys; profiles fitting 1 GB"),
     "2.4 %": ({"docs/evaluation.md", "docs/planner.md"}, "an analytic error; a warm-up reading"),
     "257": ({"docs/data.md", "docs/evaluation.md"}, "Spark's rate in k events/s; a probe's minimum"),
     "3.33 M": ({"docs/evaluation.md", "docs/methods.md"}, "the truth of DS2's and of Rafiki's q8 configurations"),
@@ -81,7 +82,12 @@ COINCIDENT = {
     "7680": ({"docs/compare.md", "docs/methods.md"}, "15 x 512 MB: the total memory of two different plans"),
     "8.1 M": ({"docs/evaluation.md", "docs/methods.md"}, "q8's MST at 48 slots; Rafiki's nominal rate"),
     "9.7 %": ({"docs/evaluation.md", "docs/methods.md"}, "wrongly unreachable entries; Imai's error"),
-    "8192": ({"docs/flink-testbed.md", "docs/methods.md"}, "a TaskManager group's cpu.shares; a plan's total MB"),
+    "8192": ({"docs/compare.md", "docs/flink-testbed.md", "docs/methods.md"},
+             "a TaskManager group's cpu.shares; plans' total MB"),
+    "125 slot": ({"docs/compare.md", "docs/methods.md"}, "a plan's slots; a validation point"),
+    "267": ({"docs/compare.md", "docs/data.md"}, "a controller's peak RSS, MB; a Spark job's seconds"),
+    "271": ({"docs/compare.md", "docs/evaluation.md"}, "testbed minutes; an analytic plan's true minimum"),
+    "65536": ({"docs/compare.md", "docs/sim-profiles.md"}, "16 x 4,096 MB of a plan; a formula's constant"),
 }
 
 CODE_BLOCK = re.compile(r"^(```|~~~)")
