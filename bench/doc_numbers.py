@@ -70,6 +70,7 @@ COINCIDENT = {
     "166892": ({"docs/evaluation.md", "docs/methods.md"},
                "the sim truth of q5 at 12 slots (deterministic), a column of the estimator table and "
                "of the methods table, which judge different plans by it"),
+    "166": ({"docs/compare.md", "docs/evaluation.md"}, "testbed minutes of a generated plan and of a probe's"),
     "188": ({"docs/compare.md", "docs/evaluation.md", "docs/sim-profiles.md"},
             "testbed minutes; a join's keys; profiles fitting 1 GB"),
     "2.4 %": ({"docs/evaluation.md", "docs/planner.md"}, "an analytic error; a warm-up reading"),
