@@ -128,7 +128,7 @@ MULTIPLES = (3, 10, 25)
 ANALYTIC = tuple(f"paper-{q}-{TABLE_III_FAMILY[q]}" for q in NEXMARK_QUERIES)
 OVER_TOLERANCE = 1.25
 """A plan is right when its own configuration sustains the target with at most this many times the
-true minimum slots (issue 11)."""
+true minimum slots: a margin a team would pay, not more."""
 
 RIGHT, UNDER, OVER = "right", "under", "over"
 UNREACHABLE_AGREED = "unreachable (truth agrees)"
@@ -271,7 +271,7 @@ def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, mu
               risk: float | None = None, seed: int = 0, checkpoint_slots: int | None = None,
               explorer: dict | None = None, label: str = "A") -> dict:
     """Plans at 3x, 10x and 25x of the testbed's MST for the five Nexmark profiles and the paper's
-    analytic ones, each judged by the sim's truth (issue 11's rule: sustain the target with at most
+    analytic ones, each judged by the sim's truth (the rule: sustain the target with at most
     1.25x the true minimum slots, or say unreachable where the truth does or beyond the stated limit)."""
     cases = [(out_dir, n, m, risk, seed, checkpoint_slots, explorer) for n in names for m in multiples]
     rows = []
@@ -305,7 +305,7 @@ def section_a(out_dir: Path, jobs: int = 1, names=NEXMARK_QUERIES + ANALYTIC, mu
 # -- B ------------------------------------------------------------------------------------------------
 
 SLOT_TOLERANCE = 0.02
-"""Issue 3's target for the analytic profiles: planned slots within 2 % of Table IV."""
+"""The target for the analytic profiles: planned slots within 2 % of the paper's Table IV."""
 SHIPPED_NOISE = "shipped"
 DEFAULT_NOISE = "0,0.5,1,2,shipped"
 
@@ -418,7 +418,7 @@ def analytic_campaign(out_dir: Path, query: str, noise: float, shipped_noise: bo
 
 
 def section_b(out_dir: Path, seeds: int, noise_levels: list[float | None], jobs: int = 1) -> dict:
-    """Issue 3 on the paper's own models (sections VI and VIII, Tables III-IV): each analytic profile
+    """The paper's own models (sections VI and VIII, Tables III-IV): each analytic profile
     planned at several noise levels, several seeds each; does the explorer pick the paper's family and
     does the inverse solve land within 2 % of Table IV, and up to which noise?
 
@@ -622,7 +622,7 @@ GENERATED_MEMORIES = (1024, 4096)
 """...at these memories per slot: 4 GB, where the generated state was sized (docs/sim-profiles.md), and
 1 GB, where more of it misses the slot's memory."""
 SUSTAIN_FLOOR = 0.97
-"""Issue 35's line: an entry whose own configuration sustains less than this share of the target."""
+"""The line below which an entry whose own configuration sustains less than this share of the target."""
 
 
 def generated_summary(records: list[dict]) -> dict:

@@ -138,7 +138,7 @@ class PlanCampaign(ExploreCampaign):
     def params(self) -> dict:
         params = {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}
         s = self.settings
-        # recorded only when set: ledgers from before resume; a re-plan (replan.plan_within) reads them
+        # recorded only when set, so a ledger that never set it still resumes; a re-plan (replan.plan_within) reads them
         if s.risk is not None:
             params["risk"] = s.risk
         if s.guards.max_extrapolation != ExplorerSettings.max_extrapolation:

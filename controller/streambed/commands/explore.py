@@ -13,7 +13,7 @@ def explorer_options(sp) -> None:
     sp.add_argument("--query", required=True, help="the query to plan (a sim profile or a flink/queries/*.sql)")
     sp.add_argument("--memory", "--profiles", dest="memory", type=memory_list,
                     help="memory per slot to explore, MB, e.g. 2048,4096 (default: all the testbed offers; "
-                         "--profiles is the former name)")
+                         "--profiles is accepted too)")
     sp.add_argument("--max-measurements", type=count, default=ExploreSettings.max_measurements,
                     help="the explorer stops at this many optimizer calls")
 

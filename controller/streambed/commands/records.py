@@ -19,7 +19,7 @@ def register(sub) -> None:
                     help="a campaign's ledger or exploration.json, or the paper's runs/search_*.csv (docs/records.md)")
     sp.add_argument("--rate", required=True, type=rate, help="target events/s, e.g. 2.5e6")
     sp.add_argument("--memory", "--profiles", dest="memory", type=memory_list,
-                    help="memory per slot to plan, MB (default: the measured ones; --profiles is the former name)")
+                    help="memory per slot to plan, MB (default: the measured ones; --profiles is accepted too)")
     sp.add_argument("--family", choices=("auto", "linear", "log", "sqrt"), default=FitSettings.family,
                     help="surrogate family; auto: the explorer's own selection rule")
     sp.add_argument("--safety", type=safety, default=FitSettings.safety,

@@ -1,4 +1,4 @@
-"""How a keyed operator's busiest task grows away from the mean as its parallelism grows (issue 11).
+"""How a keyed operator's busiest task grows away from the mean as its parallelism grows, so that a plan sizes the busiest task, not the mean one.
 
 Flink hashes each key to one of m key groups and gives each of p tasks a contiguous range of them
 (model/keygroups.py). A task that owns a share g of the key groups receives, for keys hashed at

@@ -367,8 +367,8 @@ class ResourceExplorer:
         return new
 
     def checkpoint(self, ex: Exploration, plan: Plan, estimator: Estimator, slots: int) -> list[ExplorationPoint]:
-        """``--checkpoint-slots``: staged measurements on part of the production cluster (issue 11, after
-        Imai et al.'s validation points). For each memory per slot whose plan is unreachable, whose
+        """``--checkpoint-slots``: staged measurements on part of the production cluster (Imai et al.'s
+        validation points). For each memory per slot whose plan is unreachable, whose
         candidate families disagree by more than ``max_family_spread``, or whose keyed operators a key
         too faint for the testbed could hold below the rate (PlanEntry.key_warning: the checkpoint's tasks
         read the keys at the plan's own scale), ``estimator`` (a cluster of
