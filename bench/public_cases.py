@@ -122,8 +122,9 @@ def main() -> int:
         path = Path(args.evaluation)
         try:
             known = section_a_rows(path)
-        except (OSError, ValueError) as e:
-            print(f"--evaluation {path}: expected a readable evaluation.json of bench/evaluate.py ({e.__class__.__name__})",
+        except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
+            found = "no such file" if isinstance(e, FileNotFoundError) else "not readable as one"
+            print(f"--evaluation {path}: expected the evaluation.json of a bench/evaluate.py run ({found})",
                   file=sys.stderr)
             return 2
     out = Path(args.out)

@@ -3,7 +3,8 @@ from a section A row as evaluation.json stores it."""
 
 import pytest
 
-from public_cases import CASES, PLAN, UNREACHABLE, PublicCase, bar_verdict, case_record, chosen_cases
+from public_cases import (CASES, PLAN, UNREACHABLE, PublicCase, bar_verdict, case_record, chosen_cases,
+                          operator_lines)
 
 
 def test_a_plan_meets_the_bar_when_it_sustains_the_rate_within_the_tolerance_of_the_true_minimum():
@@ -36,3 +37,11 @@ def test_a_case_reads_the_4_gb_entry_of_a_row_read_back_from_json():
     record = case_record(PublicCase("q5", 1.4, PLAN), row, "section A run")
     assert (record["planned"], record["verdict"]) == (140, "over")
     assert record["bar"] == "1.40 x the true minimum (at most 1.25 x)"
+
+
+def test_a_missed_case_lists_every_operator_of_the_plan_and_of_the_true_minimum():
+    record = {"configuration": None, "true_min_configuration": {"Calc#1": 2, "Join#7": 3}, "max_parallelism": None,
+              "true_min_max_parallelism": 32768, "own_bottleneck": None, "limit": 196, "family": "log"}
+    lines = operator_lines(record)
+    assert lines[:2] == ["  Calc#1: planned -, true minimum 2", "  Join#7: planned -, true minimum 3"]
+    assert "true minimum 32768" in lines[2] and "stated limit 196 slots" in lines[2]
