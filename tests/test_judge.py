@@ -130,3 +130,31 @@ def test_a_bad_judge_timing_is_one_line(capsys, tmp_path):
     assert code == 2 and err.count("\n") == 0 and "--judge-timing" in err and "'slow'" in err
     with pytest.raises(UserError, match="--judge-timing"):
         CompareCampaign(CompareSettings(CampaignSettings("q1"), 1e6, methods=("ds2",), judge_timing="slow"))
+
+
+class RecordedPhases:
+    """Phases that remember their names, in order (what Grafana annotations would be posted for)."""
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def phase(self, name, text):
+        import contextlib
+        self.names.append(name)
+        return contextlib.nullcontext()
+
+
+def test_the_judging_estimator_tells_its_phases(ledger):
+    tb = FakeTestbed(QUERY, RATES, max_slots=8, memory_per_slot=(1024,))
+    phases = RecordedPhases()
+    judge(tb, QUERY, sizing({"parse": 2, "agg": 3, "sink": 1}, 250_000), ledger, TIMING, phases=phases)
+    assert "warm-up" in phases.names and "observation" in phases.names
+
+
+def test_compare_with_a_grafana_url_runs_and_posts_where_it_can(tmp_path, capsys):
+    """A Grafana URL gives every campaign its phases; compare took none and ended in a traceback."""
+    code = main(["compare", "--query", "q1", "--rate", "1e6", "--methods", "ds2", "--max-slots", "16",
+                 "--memory", "1024", "--out", str(tmp_path), "--json", "--quiet",
+                 "--grafana-url", "http://127.0.0.1:9"])
+    assert code == 0, capsys.readouterr().err
+    assert [r["method"] for r in json.loads(capsys.readouterr().out)["rows"]] == ["ds2"]

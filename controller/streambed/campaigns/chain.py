@@ -50,13 +50,20 @@ class Chain:
         return (self.estimator,) + ((self.staged,) if self.staged is not None else ())
 
 
+def estimator_on(testbed: Testbed, ledger: Ledger, timing: Timing, *, log: Callable[[str], None] = silent,
+                 phases: Phases = NO_PHASES) -> CapacityEstimator:
+    """The Capacity Estimator a campaign measures with on ``testbed``: every window through ``ledger``,
+    its phases told to ``phases``. The one place campaigns build an estimator."""
+    return CapacityEstimator(testbed, ledger, timing, log, phases)
+
+
 def assemble(testbed: Testbed, ledger: Ledger, query: str, timing: Timing, *, policy: str = DEFAULT_POLICY,
              explorer: ExplorerSettings | None = None, log: Callable[[str], None] = silent,
              phases: Phases = NO_PHASES, checkpoint: Testbed | None = None) -> Chain:
     """The chain for one query on one testbed, every window through ``ledger`` (its phases told to ``phases``);
     with ``checkpoint`` (a larger cluster), a second estimator there for staged measurements."""
-    estimator = CapacityEstimator(testbed, ledger, timing, log, phases)
+    estimator = estimator_on(testbed, ledger, timing, log=log, phases=phases)
     optimizer = ConfigurationOptimizer(estimator, testbed.query(query), policy_named(policy))
-    staged = CapacityEstimator(checkpoint, ledger, timing, log, phases) if checkpoint is not None else None
+    staged = estimator_on(checkpoint, ledger, timing, log=log, phases=phases) if checkpoint is not None else None
     return Chain(estimator, optimizer, ResourceExplorer(optimizer, testbed.info(), explorer or ExplorerSettings(), log),
                  staged)

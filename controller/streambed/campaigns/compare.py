@@ -18,7 +18,7 @@ from ..errors import StreamBedError, UserError
 from ..model import Configuration
 from ..model.verdict import UNDER
 from ..planner import PLANNERS, PlanningRequest, Sizing, planner_named
-from ..planner.estimator import DEFAULT_TIMING, Timing
+from ..planner.estimator import DEFAULT_TIMING, NO_PHASES, Phases, Timing
 from .judge import judge
 from .base import Advance, Log, ignore, open_ledger, testbed_of
 from .settings import CampaignSettings
@@ -88,10 +88,11 @@ class CompareCampaign:
 
     kind = "compare"
 
-    def __init__(self, settings: CompareSettings, *, status: Log = ignore, log: Log = ignore):
+    def __init__(self, settings: CompareSettings, *, status: Log = ignore, log: Log = ignore,
+                 phases: Phases = NO_PHASES):
         if not settings.rate > 0:
             raise UserError(f"--rate: expected a positive number of events/s, got {settings.rate}")
-        self.settings, self.status, self.log = settings, status, log
+        self.settings, self.status, self.log, self.phases = settings, status, log, phases
         self.methods = check_methods(settings.methods)
         for name in settings.options:
             if name not in self.methods:
@@ -180,7 +181,7 @@ class CompareCampaign:
             what = UNREACHABLE
         elif self.truth is None:
             self.status(f"{sizing.method}: measuring its configuration's MST on the testbed")
-            judged = judge(testbed, self.query, sizing, ledger, self.judge_timing, self.log)
+            judged = judge(testbed, self.query, sizing, ledger, self.judge_timing, self.log, self.phases)
             mst, what = judged.mst, judged.verdict(sizing.rate, SUSTAINS, UNDER)
             judge_seconds = judged.testbed_seconds
         else:

@@ -16,8 +16,9 @@ from ..errors import UserError
 from ..ledger import Ledger
 from ..model import Budget, Configuration, Query, TestbedInfo
 from ..planner import Sizing
-from ..planner.estimator import CapacityEstimator, Timing
+from ..planner.estimator import NO_PHASES, Phases, Timing
 from ..testbed.base import Testbed
+from .chain import estimator_on
 
 BEYOND = "beyond the testbed: not judged"
 SOURCE_LIMITED = "source-limited: not judged"
@@ -69,7 +70,7 @@ def beyond(sizing: Sizing, info: TestbedInfo) -> str | None:
 
 
 def judge(testbed: Testbed, query: Query, sizing: Sizing, ledger: Ledger, timing: Timing,
-          log: Callable[[str], None] = lambda m: None) -> Judgement:
+          log: Callable[[str], None] = lambda m: None, phases: Phases = NO_PHASES) -> Judgement:
     """The MST of ``sizing``'s own configuration, measured on ``testbed`` by the Capacity Estimator
     through ``ledger`` (steps keyed by method and configuration, so that a resumed campaign replays
     the windows of the configuration it measured and measures any other afresh)."""
@@ -79,7 +80,7 @@ def judge(testbed: Testbed, query: Query, sizing: Sizing, ledger: Ledger, timing
     mp = sizing.detail.get("max_parallelism") if isinstance(sizing.detail, Mapping) else None
     config = Configuration.of(query, dict(sizing.configuration), mp)
     budget = budget_of(sizing)
-    estimator = CapacityEstimator(testbed, ledger, timing, log)
+    estimator = estimator_on(testbed, ledger, timing, log=log, phases=phases)
     key = f"judge:{sizing.method}:{config.key()}@{sizing.memory_mb}MB"
     est = estimator.estimate(query.name, budget, config, key)
     return Judgement(est.mst, est.testbed_seconds, source_limited=est.source_limited)
