@@ -50,3 +50,12 @@ def error_line(proc: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{proc.stderr}"
     assert lines[0].startswith("streambed: error: "), lines[0]
     return lines[0]
+
+
+def q1_plan(entry: dict | None = None, **top) -> str:
+    """A plan.json of q1 at 4096 MB per slot (6 slots: Calc#1 4, Sink#2 2), with ``entry``'s fields changed
+    in its one entry and ``top``'s at the top level."""
+    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
+            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
+                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6, **(entry or {})}]}
+    return json.dumps({**plan, **top})

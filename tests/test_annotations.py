@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from clitools import COMMAND, cli_env, json_result
+from clitools import COMMAND, cli_env, json_result, q1_plan
 from streambed.report.grafana.annotations import TAG, TOKEN_VARIABLE, URL_VARIABLE, GrafanaAnnotations, GrafanaSettings, tags
 
 TOKEN = "glsa_stand-in-token"
@@ -246,10 +246,7 @@ def test_an_estimate_posts_its_warm_up_and_every_rate_window(tmp_path):
 
 
 def test_a_validation_posts_each_run(tmp_path):
-    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
-            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
-                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6}]}
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "plan.json").write_text(q1_plan())
     with GrafanaStandIn() as grafana:
         proc = run_campaign(tmp_path, "validate", "--query", "q1", "--plan", "plan.json", "--testbed", "sim",
                             "--ramp", "30", "--duration", "60", "--json", url=grafana.url)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import COMMAND, cli_env as _env, error_line, json_result, streambed
+from clitools import COMMAND, cli_env as _env, error_line, json_result, q1_plan as _plan, streambed
 from streambed import __version__
 
 Q1_RATES = "5e5,1e6,2e6,4e6"
@@ -42,14 +42,6 @@ operators:
 """
 
 BAD_YAML = "name: [unclosed\n  operators: :\n"
-
-
-def _plan(entry: dict, **top) -> str:
-    """A plan.json of q1 at 4096 MB per slot, with one entry changed."""
-    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
-            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
-                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6, **entry}]}
-    return json.dumps({**plan, **top})
 
 
 HUGE_KEYS_PROFILE = """\
@@ -761,10 +753,7 @@ def test_explore_reports_its_stop_and_calls_as_its_json_has_them(tmp_path):
 
 
 def test_validate_a_written_plan(tmp_path):
-    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
-            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
-                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6}]}
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "plan.json").write_text(_plan())
     d = json_result(streambed("validate", "--query", "q1", "--plan", "plan.json", "--ramp", "30", "--duration", "120",
                               "--json", cwd=tmp_path))
     # 4 Calc tasks sustain 6.6 M: 100 % (5 M) and 120 % (6 M) hold, 150 % does not

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clitools import q1_plan
 from test_annotations import GrafanaStandIn, run_campaign
 from streambed.campaigns.settings import TestbedSpec
 from streambed.campaigns.validate import cluster_of
@@ -43,10 +44,7 @@ def test_annotations_tag_and_name_the_cluster_once_told():
 def test_a_validation_names_its_cluster_in_json_table_report_and_annotations(tmp_path):
     """The campaign wired end to end on the simulated testbed, given the production inventory's path (the
     sim reads nothing from it: the name comes from the path, as for Flink)."""
-    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
-            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
-                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6}]}
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "plan.json").write_text(q1_plan())
     inventory = tmp_path / "inventories" / "lab-production"
     inventory.mkdir(parents=True)
     args = ("validate", "--query", "q1", "--plan", "plan.json", "--testbed", "sim", "--multipliers", "1",
@@ -69,10 +67,7 @@ def test_a_validation_names_its_cluster_in_json_table_report_and_annotations(tmp
 
 
 def test_a_validation_without_an_inventory_names_no_cluster_in_its_annotations(tmp_path):
-    plan = {"query": "q1", "rate": 5e6, "safety": 1.1, "family": "linear", "model": {},
-            "entries": [{"memory_mb": 4096, "slots": 6, "predicted_mst": 6e6,
-                         "configuration": {"Calc#1": 4, "Sink#2": 2}, "bids2_rate": 6.6e6}]}
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "plan.json").write_text(q1_plan())
     with GrafanaStandIn() as grafana:
         proc = run_campaign(tmp_path, "validate", "--query", "q1", "--plan", "plan.json", "--testbed", "sim",
                             "--multipliers", "1", "--ramp", "30", "--duration", "60", "--json", url=grafana.url)
