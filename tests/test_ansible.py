@@ -153,6 +153,13 @@ class Testbed:
         print(f"\n[ansible] {label}: {result}")
         return result
 
+    def deployed(self) -> "Testbed":
+        """Deploys once if no test has yet: a test run alone (make test-cluster selects one) needs it."""
+        if not self.runs:
+            first = self.apply("first")
+            assert first.failed == 0 and first.rc == 0, first
+        return self
+
     @property
     def jobmanager_pid(self) -> int:
         return _pid(self.state_dir / "run" / "flink-streambed-standalonesession.pid")
@@ -236,7 +243,7 @@ def test_prometheus_scrapes_flink(testbed):
 def test_a_killed_taskmanager_is_restarted_by_its_supervisor(testbed):
     """SIGKILL to the TaskManager's JVM: streambed-supervise starts it again (5 s later) and its slots
     register again; nothing in Ansible runs meanwhile."""
-    tm = testbed.taskmanager_pid
+    tm = testbed.deployed().taskmanager_pid
     os.kill(tm, signal.SIGKILL)
     started = time.monotonic()
     back = None
