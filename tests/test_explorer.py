@@ -139,6 +139,9 @@ class _NoSingleTask:
         self.query = query
         self.asked = []
 
+    def measured_single_task(self):
+        return {}  # none measured: what is measured so far is read, never asked for
+
     def single_task(self, memory_mb):
         self.asked.append(memory_mb)
         from streambed.model import OperatorRates, SingleTaskMetrics

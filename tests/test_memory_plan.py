@@ -7,7 +7,9 @@ import pytest
 
 from streambed.model import Plan, PlanEntry, SingleTaskMetrics
 from streambed.model.measurement import OperatorRates
-from streambed.planner.memory import operator_capacity, operator_memory, saving_line, total_memory_mb
+from streambed.model import Measurement
+from streambed.model.measurement import OperatorMetrics
+from streambed.planner.memory import busiest_load, heaviest_loads, operator_memory, saving_line, total_memory_mb
 from streambed.planner.streambed import one_size, smallest_memory
 
 
@@ -22,21 +24,54 @@ BY_MEMORY = {512: metrics(512, map=100_000, join=5_000), 1024: metrics(1024, map
 
 
 def test_each_operator_gets_the_smallest_memory_that_keeps_it_at_the_rate():
-    chosen = operator_memory(BY_MEMORY, {"map": 1, "join": 1}, 50_000, 2048)
+    chosen = operator_memory(BY_MEMORY, {"map": 1, "join": 1}, 50_000, 2048, seen_loads={1024: {"join": 50_000}})
     assert chosen == {"map": 512, "join": 2048}
 
 
-def test_more_tasks_can_make_a_smaller_memory_enough():
-    # five join tasks of 12,000 records/s at 1024 MB take 50,000; four do not
-    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048)["join"] == 1024
-    assert operator_memory(BY_MEMORY, {"map": 1, "join": 4}, 50_000, 2048)["join"] == 2048
+def test_more_tasks_can_make_a_smaller_memory_enough_where_a_task_was_seen_that_loaded():
+    # five join tasks of 12,000 records/s at 1024 MB take 50,000 (10,000 each); four do not
+    seen = {1024: {"join": 10_000}}
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, seen_loads=seen)["join"] == 1024
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 4}, 50_000, 2048, seen_loads=seen)["join"] == 2048
 
 
-def test_the_margin_and_the_busiest_task_count():
-    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, margin=1.3)["join"] == 2048
-    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, imbalance={"join": 1.5})["join"] == 2048
-    assert operator_capacity(5, 12_000, 1.5) == pytest.approx(40_000)
-    assert operator_capacity(5, 12_000, 0.5) == 60_000  # an imbalance below 1 is no imbalance
+def test_a_memory_that_slows_an_operator_is_not_trusted_beyond_the_load_seen_there():
+    # the join's task at 1024 MB was seen taking 6,000 records/s: its state at 10,000 was never seen
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, seen_loads={1024: {"join": 6_000}})["join"] == 2048
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048)["join"] == 2048  # nothing seen
+    # the map's rate does not depend on memory and it holds no state: its load needs no run at 512 MB
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 1}, 50_000, 2048, keyed={"join"})["map"] == 512
+
+
+def test_a_keyed_operator_as_fast_at_a_smaller_memory_where_it_ran_light_still_needs_its_load_seen():
+    # the join's single-task run took little: its state fit 512 MB there, as it does not at 40,000 a task
+    light = {512: metrics(512, map=100_000, join=200_000), 2048: metrics(2048, map=100_000, join=200_000)}
+    assert operator_memory(light, {"map": 1, "join": 1}, 40_000, 2048, keyed={"join"})["join"] == 2048
+    assert operator_memory(light, {"map": 1, "join": 1}, 40_000, 2048, keyed={"join"},
+                           seen_loads={512: {"join": 45_000}})["join"] == 512
+
+
+def test_the_margin_and_the_busiest_tasks_share():
+    seen = {1024: {"join": 20_000}}
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, margin=1.3, seen_loads=seen)["join"] == 2048
+    # a hot key: the busiest of five tasks takes 30 % of the input, 15,000 records/s, over 12,000
+    assert operator_memory(BY_MEMORY, {"map": 1, "join": 5}, 50_000, 2048, busiest_share={"join": 0.3},
+                           seen_loads=seen)["join"] == 2048
+    assert busiest_load(50_000, 0.5, 0.3) == pytest.approx(7_500)
+
+
+def test_the_heaviest_load_seen_per_operator_and_memory():
+    single = SingleTaskMetrics("q", 1024, (("map", OperatorRates(100_000, 1.0)), ("join", OperatorRates(12_000, 0.5))),
+                               source_rate=8_000)
+    run = Measurement(10_000, 10_000, 0, 0, 0, 0, 0, 30, (
+        OperatorMetrics("map", 2, 10_000, 10_000, 0.1, 0.1, 0.0),
+        OperatorMetrics("join", 2, 5_000, 5_000, 0.3, 0.4, 0.0, task_input=(1_000.0, 4_000.0))))
+    assert heaviest_loads(single) == {"map": 8_000, "join": 4_000}
+    assert heaviest_loads(single, [run]) == {"map": 8_000, "join": 4_000}  # the map's 5,000 a task is less
+    run_more = Measurement(40_000, 40_000, 0, 0, 0, 0, 0, 30, (
+        OperatorMetrics("map", 2, 40_000, 40_000, 0.4, 0.4, 0.0),
+        OperatorMetrics("join", 2, 20_000, 20_000, 0.6, 0.8, 0.0, task_input=(6_000.0, 14_000.0))))
+    assert heaviest_loads(single, [run, run_more]) == {"map": 20_000, "join": 14_000}
 
 
 def test_never_above_the_plans_one_size_and_kept_there_when_nothing_smaller_does():

@@ -353,6 +353,14 @@ class SingleTaskMetrics:
                                 input_imbalance=input_imbalance(m.operator(n)))) for n, r in self.operators)
         return replace(self, operators=ops, max_parallelism=query.max_parallelism)
 
+    def with_load_limits(self, limits: Mapping[str, float]) -> "SingleTaskMetrics":
+        """These rates, each operator ``limits`` names at most that many records/s a task (the load its
+        task sustains where its rate falls with its load, model/loadrate.py). The busiest task's
+        slowness is then in the limit: only the part of its imbalance its input records explain stays."""
+        ops = tuple((n, replace(r, true_rate=limits[n], imbalance=max(1.0, r.input_imbalance))
+                     if n in limits and limits[n] < r.true_rate else r) for n, r in self.operators)
+        return replace(self, operators=ops)
+
     def with_key_skew(self, skews: Mapping[str, KeySkew]) -> "SingleTaskMetrics":
         """These rates, with the key concentration of the keyed operators ``skews`` names."""
         ops = tuple((n, replace(r, key_skew=skews[n]) if r.keyed and n in skews else r) for n, r in self.operators)

@@ -27,6 +27,9 @@ planned scale (a stated prior, not a measurement: no measurement bounds what was
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
+HEAVIER = 1.1
+"""A task loaded this much more than the heaviest seen is beyond what the testbed showed (run-to-run noise
+is a few percent)."""
 FEW_GROUPS = 8.0
 """Key groups per task below which Flink's key-group steps weigh (the busiest task owns up to
 1/8 = 12.5 % more than the mean at 8 groups per task, 100 % at one)..."""
@@ -58,6 +61,7 @@ def combined_risk(*risks: float | None) -> float | None:
 
 def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], keyed: Iterable[str], *,
                    memory_bound: Mapping[str, float] | None = None,
+                   heavier: Mapping[str, tuple[float, float]] | None = None,
                    groups_per_task: Mapping[str, float] | None = None,
                    max_parallelism: int | None = None, measured_max_parallelisms: Iterable[int | None] = (),
                    trusted_slots: int | None = None, slots: int | None = None,
@@ -69,6 +73,9 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
     * a memory-bound operator (``memory_bound``: its single-task rate's spread over the memories
       measured, above MEMORY_BOUND) planned so wide: its per-task state shrinks to a share the testbed
       never held;
+    * a keyed operator planned to load its busiest task more than HEAVIER x the heaviest load a task of
+      it took at that memory (``heavier``: the planned load and the heaviest seen): its state grows with
+      its load (model/loadrate.py), and at that load it was never held;
     * a keyed operator planned with fewer than FEW_GROUPS key groups per task where the testbed's runs
       had STEP_GAIN x more (``groups_per_task``: the fewest per task any run had): Flink's key-group steps;
     * a job max parallelism (``max_parallelism``) no measured run had (``measured_max_parallelisms``):
@@ -88,6 +95,10 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
         if spread > MEMORY_BOUND and wide:
             lines.append(f"{op}: its rate per task differs {spread:.2f} x between the memories per slot measured; "
                          f"at {p:,} tasks each holds about {seen / p:.2g} of the state the widest run's tasks held")
+        planned, heaviest = (heavier or {}).get(op, (0.0, 0.0))
+        if heaviest > 0 and planned > HEAVIER * heaviest:
+            lines.append(f"{op}: planned at {planned:,.0f} records/s on its busiest task; the heaviest a task of it "
+                         f"took on the testbed at this memory was {heaviest:,.0f} (its state at that load not seen)")
         if op in keyed:
             m = keygroups.max_parallelism(p, max_parallelism)
             per_task = m / p

@@ -55,6 +55,8 @@ CHECKPOINT = "checkpoint"
 """The phase of a staged measurement beyond the testbed (ResourceExplorer.checkpoint)."""
 PROBE = "probe"
 """The phase of a skew probe (ResourceExplorer.probe, planner/probes.py)."""
+LOAD_PROBE = "load-probe"
+"""The phase of a load probe (ResourceExplorer.probe, planner/probes.py): one keyed operator on one task."""
 
 
 @dataclass
@@ -68,8 +70,8 @@ class ExplorationPoint:
     """The best LOOCV RMSE of D once this point was added (the search's cost)."""
     testbed_seconds: float
     phase: str
-    """corner, search, checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint) or
-    probe (a skew probe, ResourceExplorer.probe)."""
+    """corner, search, checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint),
+    probe (a skew probe) or load-probe (a load probe, ResourceExplorer.probe)."""
     trace: list[dict] = field(default_factory=list)
     """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
     source_limited: bool = False
@@ -84,6 +86,8 @@ class ExplorationPoint:
     cpu_shortfall: float = 0.0
     """The largest share of their quota the testbed's CPU groups waited for in a window kept (0 where the
     testbed does not read it)."""
+    probed: str | None = None
+    """The operator a probe measured (None for every other point)."""
 
     @classmethod
     def of(cls, result: OptimizerResult, phase: str) -> "ExplorationPoint":
@@ -102,7 +106,7 @@ class ExplorationPoint:
         return {"mst": self.mst, "windows": self.trace}
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "probed" or v is not None}  # only a probe names one
 
 
 def cpu_disturbance(estimate: dict) -> tuple[int, float]:

@@ -26,22 +26,24 @@ from __future__ import annotations
 import math
 
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import UserError
 from ..model import (Budget, Configuration, Features, Measurement, Observation, Plan, PlanEntry, Query,
                      SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
-from ..model import keygroups
+from ..model import keygroups, loadrate
 from ..model.keystats import skews_with_data
 from ..model.measurement import key_skews
 from . import caveats
 from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range
 from .estimator import Estimator
-from .exploration import CHECKPOINT, PROBE, Exploration, ExplorationPoint, ExplorerSettings
+from .exploration import CHECKPOINT, LOAD_PROBE, PROBE, Exploration, ExplorationPoint, ExplorerSettings
 from .policies import skew
-from .probes import probe_configuration, probe_targets, probe_width, widest_runs
+from .memory import heaviest_loads
+from .probes import (LOAD_PROBE_GAIN, load_probe_configuration, load_probe_targets, probe_configuration, probe_targets,
+                     probe_width, widest_runs)
 from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
@@ -131,17 +133,55 @@ class ResourceExplorer:
         """The rates of the plan's last BIDS2 pass and where they come from (section VI, "Model usage"):
         "the true processing rates and busyness levels collected for the largest number of cores in D
         with the selected resource profile". A profile D never measured falls back to its single-task
-        metrics (measured by the estimator when missing)."""
+        metrics (measured by the estimator when missing). An operator whose rate falls with its tasks'
+        load in the runs of that memory is held to the load a task of it sustains (load_limits): the
+        largest run's tasks are its lightest loaded, a plan's are loaded more."""
         query = self.optimizer.query
         # a checkpoint measures the configuration these metrics give; its own rates would configure anew
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
         skews, _ = self.key_skew(ex)
         if runs:
             top = max(runs, key=lambda p: (p.slots, p.mst))
-            m = Measurement.from_dict(top.measurement)
-            return (SingleTaskMetrics.from_measurement(query, memory_mb, m).with_key_skew(skews),
-                    f"the largest run of D ({top.slots} slots)")
-        return self.optimizer.single_task(memory_mb).with_key_skew(skews), "the single-task run"
+            metrics = SingleTaskMetrics.from_measurement(query, memory_mb, Measurement.from_dict(top.measurement))
+            origin = f"the largest run of D ({top.slots} slots)"
+        else:
+            metrics, origin = self.optimizer.single_task(memory_mb), "the single-task run"
+        rates = dict(metrics.operators)
+        read = {op: r.true_rate for op, r in rates.items()}
+        limits = {op: x for op, x in self.load_limits(ex, memory_mb, read).items() if op in rates and x < rates[op].true_rate}
+        if limits:
+            origin += "; " + ", ".join(f"{op} at most {x:,.0f} records/s a task" for op, x in limits.items()) + \
+                " (the rate falls with the task's load: model/loadrate.py)"
+        return metrics.with_key_skew(skews).with_load_limits(limits), origin
+
+    def load_points(self, ex: Exploration, memory_mb: int) -> dict[str, list[loadrate.LoadPoint]]:
+        """Per operator, the loads its tasks took in the runs of ``memory_mb`` (D's, the probes' and the
+        single-task run's) and the true rate read at each (model/loadrate.py)."""
+        seen: dict[str, list[loadrate.LoadPoint]] = {}
+        for p in (*ex.points, *ex.probes):
+            if p.memory_mb == memory_mb and p.measurement and p.mst > 0:
+                for om in Measurement.from_dict(p.measurement).operators:
+                    seen.setdefault(om.operator, []).extend(loadrate.points_of([om]))
+                if p.phase == LOAD_PROBE and p.probed:
+                    m = Measurement.from_dict(p.measurement)
+                    ratio = m.operator(p.probed).input_rate / m.achieved_rate if m.achieved_rate > 0 else 0.0
+                    load = loadrate.probe_limit(p.mst, p.predicted_rate, ratio)
+                    if load is not None:
+                        seen.setdefault(p.probed, []).append(loadrate.LoadPoint(load, load))
+        single = self.optimizer.measured_single_task().get(memory_mb)
+        if single is not None:
+            for name, r in single.operators:
+                load = single.source_rate * r.input_ratio
+                if r.true_rate > 0 and load / r.true_rate >= loadrate.MIN_BUSYNESS:
+                    seen.setdefault(name, []).append(loadrate.LoadPoint(load, r.true_rate))
+        return seen
+
+    def load_limits(self, ex: Exploration, memory_mb: int, read: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Per operator whose true rate falls with its tasks' load at ``memory_mb``, the most records/s a
+        task of it sustains (loadrate.sustained_load; ``read``: the rate the plan reads otherwise)."""
+        read = read or {}
+        limits = {op: loadrate.sustained_load(points, read.get(op)) for op, points in self.load_points(ex, memory_mb).items()}
+        return {op: x for op, x in limits.items() if x is not None}
 
     def key_skew(self, ex: Exploration) -> tuple[dict, dict]:
         """The key skew of each keyed operator the plan uses, and each choice to show (plan.key_skew):
@@ -320,12 +360,30 @@ class ResourceExplorer:
                 groups[op] = min(per)
         unseen = caveats.unseen_reasons(
             entry.configuration, widest, query.keyed, memory_bound=self._memory_bound(ex),
+            heavier=self.planned_loads(ex, entry, rate),
             groups_per_task=groups, max_parallelism=entry.max_parallelism,
             measured_max_parallelisms={p.max_parallelism for p in seen},
             trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots)
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
                                      caveats.unseen_risk(unseen))
         return replace(entry, unseen=unseen, risk=risk)
+
+    def planned_loads(self, ex: Exploration, entry: PlanEntry, rate: float) -> dict[str, tuple[float, float]]:
+        """Per keyed operator of the entry, (the load the entry puts on its busiest task at ``rate``, the
+        heaviest load a task of it took in the runs of the entry's memory, however lightly busy:
+        memory.heaviest_loads over D, the probes and the single-task run)."""
+        metrics, _ = self.final_metrics(ex, entry.memory_mb)
+        single = self.optimizer.measured_single_task().get(entry.memory_mb)
+        runs = [Measurement.from_dict(p.measurement) for p in (*ex.points, *ex.probes)
+                if p.memory_mb == entry.memory_mb and p.measurement and p.mst > 0]
+        heaviest = heaviest_loads(single if single is not None else replace(metrics, source_rate=0.0), runs)
+        rates, fixed = dict(metrics.operators), entry.max_parallelism or metrics.max_parallelism
+        out = {}
+        for op in self.optimizer.query.keyed:
+            if op in entry.configuration and op in rates:
+                share = skew.busiest_share(rates[op], entry.configuration[op], fixed)
+                out[op] = (rate * rates[op].input_ratio * share, heaviest.get(op, 0.0))
+        return out
 
     def _memory_bound(self, ex: Exploration) -> dict[str, float]:
         """Per operator, how much its rate per task differs between the memories per slot measured (largest
@@ -360,10 +418,42 @@ class ResourceExplorer:
             est = estimator.estimate(query.name, budget, cfg, f"probe/{memory}MB/{op}")
             pt = ExplorationPoint.of(OptimizerResult(budget, cfg, self.optimizer.policy.predict(metrics, cfg.as_dict()),
                                                      est.mst, est.to_dict()), PROBE)
+            pt = replace(pt, probed=op)
             ex.probes.append(pt)
             self.log(f"skew probe: {op} on {width} tasks ({budget.slots} slots x {memory} MB) -> MST {pt.mst:,.0f} "
                      f"events/s")
             new.append(pt)
+        return new + self._load_probes(ex, plan, estimator)
+
+    def _load_probes(self, ex: Exploration, plan: Plan, estimator: Estimator) -> list[ExplorationPoint]:
+        """Load probes (probes.py): per memory per slot of the plan, each keyed operator whose busiest task
+        the plan loads more than LOAD_PROBE_GAIN x the heaviest a task of it took at that memory, measured
+        on one task at that memory, the others as wide as loading it takes (load_probe_configuration);
+        an operator no configuration within the testbed loads more than that is left to the plan's
+        unseen reasons."""
+        query, new = self.optimizer.query, []
+        for e in plan.entries:
+            if not e.configuration:
+                continue
+            loads = self.planned_loads(ex, e, plan.rate * plan.safety)
+            metrics, _ = self.final_metrics(ex, e.memory_mb)
+            for op in load_probe_targets(loads, query.keyed):
+                planned, heaviest = loads[op]
+                parallelism = load_probe_configuration(metrics, op, self.info.max_slots, LOAD_PROBE_GAIN * heaviest)
+                if parallelism is None:
+                    self.log(f"load probe: {op} at {e.memory_mb} MB: no configuration within {self.info.max_slots} slots "
+                             f"loads its task more than the heaviest seen ({heaviest:,.0f} records/s)")
+                    continue
+                cfg = Configuration.of(query, parallelism, query.max_parallelism)
+                budget = Budget(cfg.slots, e.memory_mb)
+                est = estimator.estimate(query.name, budget, cfg, f"probe/{e.memory_mb}MB/load/{op}")
+                pt = ExplorationPoint.of(OptimizerResult(budget, cfg, self.optimizer.policy.predict(metrics, parallelism),
+                                                         est.mst, est.to_dict()), LOAD_PROBE)
+                pt = replace(pt, probed=op)
+                ex.probes.append(pt)
+                self.log(f"load probe: {op} on one task ({budget.slots} slots x {e.memory_mb} MB), planned at "
+                         f"{planned:,.0f} records/s a task, the heaviest seen {heaviest:,.0f} -> MST {pt.mst:,.0f} events/s")
+                new.append(pt)
         return new
 
     def checkpoint(self, ex: Exploration, plan: Plan, estimator: Estimator, slots: int) -> list[ExplorationPoint]:

@@ -19,38 +19,67 @@ Pure functions over single-task metrics; nothing here touches a testbed.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from ..model import SingleTaskMetrics
 
 
-def operator_capacity(parallelism: int, true_rate: float, imbalance: float = 1.0) -> float:
-    """Records/s an operator of ``parallelism`` tasks of ``true_rate`` each sustains when its busiest
-    task carries ``imbalance`` times the mean task's load."""
-    return parallelism * true_rate / max(imbalance, 1.0)
+MEMORY_INDIFFERENT = 0.05
+"""A stateless operator whose single-task rate at a smaller memory is within this share of its rate at the
+plan's memory is taken as one memory does not slow: the noise of two runs."""
+
+
+def busiest_load(rate: float, input_ratio: float, share: float) -> float:
+    """Records/s into an operator's busiest task: the source ``rate`` x its ``input_ratio`` x the
+    ``share`` of the operator's input that task receives."""
+    return rate * input_ratio * share
+
+
+def heaviest_loads(metrics: SingleTaskMetrics, measurements=()) -> dict[str, float]:
+    """Per operator, the most records/s one of its tasks was seen to take at a memory: the single-task
+    run's (its source rate x the operator's input ratio) and, for each measurement of that memory, its
+    busiest task's (``task_input``, or the mean task's where the run did not record its tasks)."""
+    loads = {n: metrics.source_rate * r.input_ratio for n, r in metrics.operators}
+    for m in measurements:
+        for om in m.operators:
+            if om.operator in loads and om.parallelism > 0:
+                task = max(om.task_input) if om.task_input else om.input_rate / om.parallelism
+                loads[om.operator] = max(loads[om.operator], task)
+    return loads
 
 
 def operator_memory(by_memory: Mapping[int, SingleTaskMetrics], configuration: Mapping[str, int], rate: float,
-                    memory_mb: int, *, margin: float = 1.0,
-                    imbalance: Mapping[str, float] | None = None) -> dict[str, int]:
+                    memory_mb: int, *, margin: float = 1.0, busiest_share: Mapping[str, float] | None = None,
+                    seen_loads: Mapping[int, Mapping[str, float]] | None = None,
+                    keyed: Iterable[str] = ()) -> dict[str, int]:
     """Per operator, the smallest memory per slot (MB) in ``by_memory``, at most ``memory_mb`` (the
-    plan's one size), at which its tasks in ``configuration`` still take ``margin`` x ``rate`` x its
-    input ratio: the operator's true rate per task at that memory (``by_memory[m]``) times its tasks,
-    over its busiest task's ``imbalance`` (1 where not given). An operator no smaller memory keeps at
-    the rate keeps ``memory_mb``. The input ratios are read at ``memory_mb`` (they follow the data,
-    not the memory)."""
+    plan's one size), at which its busiest task still takes its load at ``margin`` x ``rate``: that
+    task's share of the operator's input is ``busiest_share`` (the plan's policy, key skew and key
+    groups counted; 1/p where not given), its true rate at that memory ``by_memory[m]``. A task's state
+    grows with the records it takes (a window, a join's retention: testbed/sim/formulas.working_set_mb
+    models it, RocksDB behaves so), so a rate read at a lighter load does not hold at a heavier one,
+    even where it matched the plan's memory there: a stateful (``keyed``) operator gets m only where a
+    task of it was seen taking at least that load at m (``seen_loads[m]``, heaviest_loads); a stateless
+    one also where its rate at m is within MEMORY_INDIFFERENT of its rate at the plan's memory (it
+    holds no state to outgrow memory). An operator no smaller memory
+    keeps keeps ``memory_mb``. The input ratios are read at ``memory_mb`` (they follow the data, not the
+    memory)."""
     if memory_mb not in by_memory:
         raise ValueError(f"no single-task metrics at the plan's memory per slot ({memory_mb} MB)")
-    ratios = {n: r.input_ratio for n, r in by_memory[memory_mb].operators}
-    imbalance = imbalance or {}
+    planned = dict(by_memory[memory_mb].operators)
+    shares = busiest_share or {}
+    seen = seen_loads or {}
     smaller = sorted(m for m in by_memory if m < memory_mb)
     chosen = {}
     for op, p in configuration.items():
-        need = margin * rate * ratios[op]
+        load = busiest_load(margin * rate, planned[op].input_ratio, shares.get(op, 1.0 / max(p, 1)))
         chosen[op] = memory_mb
         for m in smaller:
             rates = dict(by_memory[m].operators)
-            if op in rates and operator_capacity(p, rates[op].true_rate, imbalance.get(op, 1.0)) >= need:
+            if op not in rates or rates[op].true_rate < load:
+                continue
+            indifferent = op not in keyed and rates[op].true_rate >= (1.0 - MEMORY_INDIFFERENT) * planned[op].true_rate
+            if indifferent or seen.get(m, {}).get(op, 0.0) >= load:
                 chosen[op] = m
                 break
     return chosen

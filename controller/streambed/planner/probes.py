@@ -1,4 +1,5 @@
-"""Skew probes: a keyed operator measured at the testbed's widest before a plan trusts its key skew.
+"""Skew and load probes: a keyed operator measured at the testbed's widest before a plan trusts its key
+skew, and on one task loaded to its limit before a plan loads its tasks more than any run did.
 
 The key skew a plan carries to its own parallelism is read from the testbed's runs' per-task input
 records (model/keyskew.py). An operator whose input is small runs on one or two tasks in every run of
@@ -8,6 +9,10 @@ one task (the fewest the budget allows), and its measurement's per-task input re
 runs in the skew model: the widest run is the one the hot-key test reads (keyskew.estimate), so the
 probe's tasks replace the narrow runs' view of the keys.
 
+A load probe runs a keyed operator on one task and the others as wide as it takes to load that task
+to its rate read so far: its state at the load a plan gives it (model/loadrate.py) is then seen, and
+the probe's load points join the runs of its memory (ResourceExplorer.load_points).
+
 These functions choose what to probe and how; ResourceExplorer.probe measures.
 """
 
@@ -15,7 +20,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from ..model import keygroups
+from ..model import SingleTaskMetrics, keygroups
+from .policies import skew
 
 PROBE_RATIO = 4.0
 """A keyed operator is probed when its planned parallelism is more than this many times the widest it
@@ -59,3 +65,49 @@ def probe_targets(planned: Iterable[Mapping[str, int]], widest: Mapping[str, int
 def probe_configuration(operators: Sequence[str], target: str, width: int) -> dict[str, int]:
     """The probe's configuration: ``target`` at ``width`` tasks, every other operator at one."""
     return {op: (width if op == target else 1) for op in operators}
+
+
+LOAD_PROBE_GAIN = 2.0
+"""A keyed operator is load-probed when a plan loads its busiest task more than this many times the
+heaviest load a task of it took at that memory: its state at that load was never held (a task's state
+grows with its load: model/loadrate.py), and run-to-run noise does not reach 2 x."""
+LOAD_PROBE_STEP = 0.8
+"""The probe's source rate is lowered by this factor until its configuration fits the testbed."""
+
+
+def load_probe_targets(loads: Mapping[str, tuple[float, float]], keyed: Iterable[str],
+                       gain: float = LOAD_PROBE_GAIN) -> list[str]:
+    """The keyed operators to load-probe: ``loads`` gives each operator's (load a plan puts on its busiest
+    task, heaviest load a task of it took on the testbed at that memory); those planned more than
+    ``gain`` x the heaviest. Sorted by name."""
+    keyed = set(keyed)
+    return sorted(op for op, (planned, heaviest) in loads.items()
+                  if op in keyed and planned > gain * max(heaviest, 0.0))
+
+
+def load_probe_configuration(metrics: SingleTaskMetrics, target: str, slots: int, floor: float,
+                             step: float = LOAD_PROBE_STEP) -> dict[str, int] | None:
+    """A load probe: ``target`` on one task and every other operator on the fewest tasks that carry the
+    source rate at which that task is fully busy by its rate read so far (policies/skew.fewest_tasks,
+    key skew counted); that source rate lowered by ``step`` until the configuration fits ``slots``.
+    None when no configuration within ``slots`` loads the target's task with ``floor`` records/s (more
+    than the heaviest a task of it took: a probe lighter shows nothing new)."""
+    rates = dict(metrics.operators)
+    r = rates[target]
+    if r.input_ratio <= 0 or r.true_rate <= 0:
+        return None
+    source = r.true_rate / r.input_ratio
+    while source * r.input_ratio >= floor:
+        cfg: dict[str, int] | None = {target: 1}
+        for op, rr in metrics.operators:
+            if op == target:
+                continue
+            p = skew.fewest_tasks(rr, source, slots, metrics.max_parallelism)
+            if p is None:
+                cfg = None
+                break
+            cfg[op] = p
+        if cfg is not None and sum(cfg.values()) <= slots:
+            return {op: cfg[op] for op, _ in metrics.operators}
+        source *= step
+    return None

@@ -23,13 +23,14 @@ from typing import Any, Mapping
 
 from ..errors import UserError
 from ..ledger import Ledger
-from ..model import Plan, PlanEntry
+from ..model import Measurement, Plan, PlanEntry
 from ..testbed.base import Testbed
 from .base import Log, PlanningRequest, Sizing, Step, silent
 from .estimator import DEFAULT_TIMING, CapacityEstimator, Timing
 from .exploration import Exploration, ExplorerSettings
 from .explorer import ResourceExplorer, check_search_space
-from .memory import operator_memory, saving_line
+from .memory import heaviest_loads, operator_memory, saving_line
+from .policies.skew import busiest_share
 from .optimizer import ConfigurationOptimizer, alignment, alignment_notes
 from .policies import DEFAULT_POLICY, policy_named
 
@@ -71,19 +72,26 @@ def explorer_settings(request: PlanningRequest) -> ExplorerSettings:
 def with_memory_per_operator(plan: Plan, explorer: ResourceExplorer, exploration: Exploration) -> Plan:
     """The plan with, on each entry some of whose operators a smaller memory per slot keeps at the
     rate, each operator's memory (planner/memory.py): from the single-task metrics of every memory
-    measured, each operator's busiest-task imbalance in the entry's own metrics, and the plan's safety
-    factor. An operator whose single-task rate does not depend on memory gets the smallest."""
+    measured, each operator's busiest-task share at its planned parallelism in the entry's own metrics
+    (key skew and key groups: policies/skew.busiest_share), the heaviest task loads each memory's runs
+    showed, and the plan's safety factor."""
     by_memory = explorer.optimizer.measured_single_task()
     if len(by_memory) < 2:
         return plan
+    seen = {m: heaviest_loads(metrics, [Measurement.from_dict(p.measurement) for p in exploration.points
+                                        if p.memory_mb == m and p.measurement and p.mst > 0])
+            for m, metrics in by_memory.items()}
     entries = []
     for e in plan.entries:
         if e.slots is None or e.memory_mb not in by_memory or not e.configuration:
             entries.append(e)
             continue
-        imbalance = {n: r.imbalance for n, r in explorer.final_metrics(exploration, e.memory_mb)[0].operators}
+        final, _ = explorer.final_metrics(exploration, e.memory_mb)
+        rates, fixed = dict(final.operators), e.max_parallelism or final.max_parallelism
+        shares = {n: busiest_share(rates[n], p, fixed) for n, p in e.configuration.items() if n in rates}
         chosen = operator_memory(by_memory, e.configuration, plan.rate, e.memory_mb,
-                                 margin=plan.safety if plan.risk is None else 1.0, imbalance=imbalance)
+                                 margin=plan.safety if plan.risk is None else 1.0, busiest_share=shares,
+                                 seen_loads=seen, keyed=explorer.optimizer.query.keyed)
         entries.append(replace(e, memory_by_operator=chosen) if any(mb < e.memory_mb for mb in chosen.values()) else e)
     return replace(plan, entries=tuple(entries))
 

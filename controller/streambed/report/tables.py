@@ -81,7 +81,7 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
                   [("measurements (#CO)", exploration["optimizer_calls"]),
                    ("estimator calls (#CE)", exploration["estimator_calls"]),
                    ("testbed time, min", exploration["testbed_seconds"] / 60),
-                   ("of which skew probes, min", sum(p["testbed_seconds"] for p in exploration.get("probes") or ()) / 60),
+                   ("of which probes (skew, load), min", sum(p["testbed_seconds"] for p in exploration.get("probes") or ()) / 60),
                    ("stop", exploration["stop_reason"]),
                    ("model", f"{m['family']} (by {exploration.get('selection', 'split')})"),
                    ("a (memory), b (slots), c", f"{m['a']:.4g}, {m['b']:.4g}, {m['c']:.4g}"),
