@@ -129,13 +129,14 @@ class ResourceExplorer:
         where the selection chose it (select_features)."""
         return Surrogate.from_dict(ex.model).features if ex.model else self.settings.features
 
-    def final_metrics(self, ex: Exploration, memory_mb: int) -> tuple[SingleTaskMetrics, str]:
+    def final_metrics(self, ex: Exploration, memory_mb: int, held: bool = True) -> tuple[SingleTaskMetrics, str]:
         """The rates of the plan's last BIDS2 pass and where they come from (section VI, "Model usage"):
         "the true processing rates and busyness levels collected for the largest number of cores in D
         with the selected resource profile". A profile D never measured falls back to its single-task
         metrics (measured by the estimator when missing). An operator whose rate falls with its tasks'
         load in the runs of that memory is held to the load a task of it sustains (load_limits): the
-        largest run's tasks are its lightest loaded, a plan's are loaded more."""
+        largest run's tasks are its lightest loaded, a plan's are loaded more (``held`` False: not held,
+        the rates as read)."""
         query = self.optimizer.query
         # a checkpoint measures the configuration these metrics give; its own rates would configure anew
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
@@ -146,6 +147,8 @@ class ResourceExplorer:
             origin = f"the largest run of D ({top.slots} slots)"
         else:
             metrics, origin = self.optimizer.single_task(memory_mb), "the single-task run"
+        if not held:
+            return metrics.with_key_skew(skews), origin
         rates = dict(metrics.operators)
         read = {op: r.true_rate for op, r in rates.items()}
         limits = {op: x for op, x in self.load_limits(ex, memory_mb, read).items() if op in rates and x < rates[op].true_rate}

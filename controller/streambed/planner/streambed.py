@@ -86,7 +86,9 @@ def with_memory_per_operator(plan: Plan, explorer: ResourceExplorer, exploration
         if e.slots is None or e.memory_mb not in by_memory or not e.configuration:
             entries.append(e)
             continue
-        final, _ = explorer.final_metrics(exploration, e.memory_mb)
+        # the busiest task's share as read: a smaller memory's rate is its single-task run's, not held to
+        # the entry's memory's load limit, so the task's slowness stays in the share
+        final, _ = explorer.final_metrics(exploration, e.memory_mb, held=False)
         rates, fixed = dict(final.operators), e.max_parallelism or final.max_parallelism
         shares = {n: busiest_share(rates[n], p, fixed) for n, p in e.configuration.items() if n in rates}
         chosen = operator_memory(by_memory, e.configuration, plan.rate, e.memory_mb,
