@@ -158,6 +158,9 @@ class Optimizer(Protocol):
     def single_task(self, memory_mb: int) -> SingleTaskMetrics:
         """The single-task metrics of a memory per slot, measured when missing."""
 
+    def measured_single_task(self) -> dict[int, SingleTaskMetrics]:
+        """The single-task metrics measured so far, by memory per slot (nothing is measured)."""
+
 
 class ConfigurationOptimizer:
     """Best configuration of a budget, measured: single-task metrics cached per memory per slot."""

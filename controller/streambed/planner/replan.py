@@ -226,6 +226,9 @@ class RecordedOptimizer:
                             f"(it has {', '.join(str(m) for m in sorted(self._single)) or 'none'})")
         return self._single[memory_mb]
 
+    def measured_single_task(self) -> dict[int, SingleTaskMetrics]:
+        return dict(sorted(self._single.items()))
+
     def optimize(self, budget: Budget, key: str):
         raise UserError(f"{self.origin}: a re-plan measures nothing")
 
