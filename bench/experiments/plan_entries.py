@@ -83,8 +83,13 @@ def main() -> None:
         sys.exit(f"plan_entries: --profiles: no profile in {a.profiles}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(max(1, a.jobs)) as pool:
-        rows = [r for rs in pool.map(judged, [(out, p) for p in paths]) for r in rs]
+    from streambed.errors import StreamBedError
+
+    try:
+        with ProcessPoolExecutor(max(1, a.jobs)) as pool:
+            rows = [r for rs in pool.map(judged, [(out, p) for p in paths]) for r in rs]
+    except StreamBedError as e:  # a profile that does not load: one line, no traceback
+        sys.exit(f"plan_entries: {e}")
     (out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
     planned = [r for r in rows if r.get("slots") is not None]
     short = [r for r in planned if min(r["one_size"], r.get("per_operator", r["one_size"])) < SHORT]

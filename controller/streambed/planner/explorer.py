@@ -416,17 +416,23 @@ class ResourceExplorer:
         new = []
         for op in targets:
             cfg = Configuration.of(query, probe_configuration(query.operators, op, width), query.max_parallelism)
-            budget = Budget(cfg.slots, memory)
-            metrics, _ = self.final_metrics(ex, memory)
-            est = estimator.estimate(query.name, budget, cfg, f"probe/{memory}MB/{op}")
-            pt = ExplorationPoint.of(OptimizerResult(budget, cfg, self.optimizer.policy.predict(metrics, cfg.as_dict()),
-                                                     est.mst, est.to_dict()), PROBE)
-            pt = replace(pt, probed=op)
-            ex.probes.append(pt)
-            self.log(f"skew probe: {op} on {width} tasks ({budget.slots} slots x {memory} MB) -> MST {pt.mst:,.0f} "
+            pt = self._measure_probe(ex, estimator, cfg, memory, op, PROBE, f"probe/{memory}MB/{op}")
+            self.log(f"skew probe: {op} on {width} tasks ({pt.slots} slots x {memory} MB) -> MST {pt.mst:,.0f} "
                      f"events/s")
             new.append(pt)
         return new + self._load_probes(ex, plan, estimator)
+
+    def _measure_probe(self, ex: Exploration, estimator: Estimator, cfg: Configuration, memory_mb: int, op: str,
+                       phase: str, key: str) -> ExplorationPoint:
+        """A probe's configuration measured through ``estimator`` at ``memory_mb`` (``key`` names it in the
+        ledger), its prediction by the plan's rates of that memory; kept in ``ex.probes``, naming ``op``."""
+        budget = Budget(cfg.slots, memory_mb)
+        metrics, _ = self.final_metrics(ex, memory_mb)
+        est = estimator.estimate(self.optimizer.query.name, budget, cfg, key)
+        pt = replace(ExplorationPoint.of(OptimizerResult(budget, cfg, self.optimizer.policy.predict(metrics, cfg.as_dict()),
+                                                         est.mst, est.to_dict()), phase), probed=op)
+        ex.probes.append(pt)
+        return pt
 
     def _load_probes(self, ex: Exploration, plan: Plan, estimator: Estimator) -> list[ExplorationPoint]:
         """Load probes (probes.py): per memory per slot of the plan, each keyed operator whose busiest task
@@ -448,13 +454,9 @@ class ResourceExplorer:
                              f"loads its task more than the heaviest seen ({heaviest:,.0f} records/s)")
                     continue
                 cfg = Configuration.of(query, parallelism, query.max_parallelism)
-                budget = Budget(cfg.slots, e.memory_mb)
-                est = estimator.estimate(query.name, budget, cfg, f"probe/{e.memory_mb}MB/load/{op}")
-                pt = ExplorationPoint.of(OptimizerResult(budget, cfg, self.optimizer.policy.predict(metrics, parallelism),
-                                                         est.mst, est.to_dict()), LOAD_PROBE)
-                pt = replace(pt, probed=op)
-                ex.probes.append(pt)
-                self.log(f"load probe: {op} on one task ({budget.slots} slots x {e.memory_mb} MB), planned at "
+                pt = self._measure_probe(ex, estimator, cfg, e.memory_mb, op, LOAD_PROBE,
+                                         f"probe/{e.memory_mb}MB/load/{op}")
+                self.log(f"load probe: {op} on one task ({pt.slots} slots x {e.memory_mb} MB), planned at "
                          f"{planned:,.0f} records/s a task, the heaviest seen {heaviest:,.0f} -> MST {pt.mst:,.0f} events/s")
                 new.append(pt)
         return new
