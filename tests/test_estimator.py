@@ -13,6 +13,7 @@ from streambed.planner.estimator import (MAX_GROWTH_WINDOWS, PAPER_GROWTH, TIMIN
 from streambed.errors import UserError
 from streambed.ledger import Ledger
 from streambed.model import Budget, Configuration, Measurement, OperatorMetrics, queued_share
+from streambed.model.measurement import QUEUED_IDLE
 from streambed.testbed.sim.profile import parse_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
@@ -401,6 +402,11 @@ def op(name, offered, taken, busiest):
     ((op("a", 1000, 900, 0.95), op("b", 100, 80, 1.0)), 0.2),
     # an operator draining what piled up before takes in more than it is sent: nothing piles up
     ((op("a", 1000, 1000, 0.1), op("b", 100, 120, 1.0)), 0.0),
+    # an idle operator that took in a quarter less than it was sent: buffers, not the counters' timing
+    ((op("a", 1000, 240, 0.0), op("b", 240, 240, 1.0)), 0.76),
+    ((op("a", 1000, 760, 0.0), op("b", 760, 760, 1.0)), 0.0),
+    # a trickle's shortfall (a burst in flight behind a window) is not a quarter of the job's flow
+    ((op("a", 1000, 1000, 0.1), op("c", 10, 2, 0.0)), 0.0),
     # a testbed (or an older ledger) that does not say what an operator was sent: not judged
     ((op("a", None, 900, 1.0),), 0.0),
 ])
@@ -581,3 +587,29 @@ def test_the_headroom_of_a_window_is_read_from_its_busiest_operator_task():
     assert headroom(m) == pytest.approx(2.0)  # 0.8 / 0.4: the busiest decides
     assert headroom(replace(m, operators=(op("a", 1000, 1000, 0.9),))) < 1.0  # no room: the timing's growth
     assert headroom(replace(m, operators=())) == PAPER_GROWTH  # a window that does not say
+
+
+def hot_key_behind_a_wide_map():
+    """A keyed aggregate whose hottest key (1,000 keys, Zipf 1.3) carries about a quarter of its input, fed
+    by a map of many tasks, each with its buffers."""
+    return parse_profile({"name": "hot", "operators": [
+        {"name": "m", "kind": "map", "rate": 1e6, "inputs": [{"from": "source"}]},
+        {"name": "agg", "kind": "aggregate", "rate": 10_000, "keys": {"count": 1000, "zipf": 1.3},
+         "inputs": [{"from": "m", "partitioning": "hash"}]},
+        {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]}]}, "hot.yaml")
+
+
+def test_a_pile_up_in_front_of_a_back_pressured_operator_is_not_sustained(tmp_path):
+    """The map waits on the hot task's channel; its 200 tasks' buffers take what the source sends beyond
+    the hot task's pace for longer than a window, the map idle (a generated profile's join read 4 x its
+    truth so, 2026-11-27). The estimate stops at the hot task's pace, as the truth does."""
+    from streambed.testbed.sim.truth import GroundTruth
+
+    profile = hot_key_behind_a_wide_map()
+    tb = SimTestbed(profile, SimSettings(noise=False, max_slots=256))
+    cfg = Configuration.of(tb.query("hot"), {"m": 200, "agg": 16, "s": 1}, None)
+    with Ledger.open(tmp_path, "t", {}, resume=False) as ledger:
+        est = CapacityEstimator(tb, ledger, FAST).estimate("hot", Budget(cfg.slots, 4096), cfg, "e")
+    truth = GroundTruth(profile).configuration_mst(cfg, 4096)
+    assert truth.bottleneck == "agg"
+    assert est.mst <= 1.02 * truth.mst / (1 - QUEUED_IDLE)  # 5 x the truth when only busy operators were read
