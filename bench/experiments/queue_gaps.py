@@ -5,7 +5,9 @@ reading behind the estimator's pile-up rules (model/measurement.py: QUEUED_BUSY,
 
 Prints one line per observed window (its target rate, then per operator the share it did not take in,
 its busiest task's busyness and its intake in records/s), then, over all windows, the largest shortfall
-an operator read while not busy. Reads each ledger's steps read-only; asserts nothing.
+an operator read while not busy, against its own offer and against the job's flow (its offer or the
+source's events, whichever is more: QUEUED_IDLE's measure). Reads each ledger's steps read-only;
+asserts nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from streambed.ledger import Ledger
 from streambed.model import Measurement
-from streambed.model.measurement import QUEUED_BUSY
+from streambed.model.measurement import QUEUED_BUSY, QUEUED_IDLE
 
 
 def windows(data) -> list[dict]:
@@ -38,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("campaigns", nargs="+", type=Path)
     args = parser.parse_args()
-    idle_worst = (0.0, "")
+    idle_worst, flow_worst = (0.0, ""), (0.0, "")
     for campaign in args.campaigns:
         conn = sqlite3.connect(f"file:{campaign / Ledger.FILENAME}?mode=ro", uri=True)
         try:
@@ -54,10 +56,16 @@ def main() -> None:
                         continue
                     short = (om.offered_rate - om.input_rate) / om.offered_rate
                     cells.append(f"{om.operator} {short:+.3f} (busy {om.busyness_max:.2f}, {om.input_rate:,.0f}/s)")
+                    where = f"{campaign} {key} {om.operator} at {om.input_rate:,.0f} records/s"
+                    flow = (om.offered_rate - om.input_rate) / max(om.offered_rate, m.achieved_rate)
                     if om.busyness_max < QUEUED_BUSY and short > idle_worst[0]:
-                        idle_worst = (short, f"{campaign} {key} {om.operator} at {om.input_rate:,.0f} records/s")
+                        idle_worst = (short, where)
+                    if om.busyness_max < QUEUED_BUSY and flow > flow_worst[0]:
+                        flow_worst = (flow, where)
                 print(f"{campaign.name} {m.target_rate:,.0f} events/s: " + "; ".join(cells))
-    print(f"largest shortfall of an operator not busy: {idle_worst[0]:.3f} ({idle_worst[1] or 'none'})")
+    print(f"largest shortfall of an operator not busy: {idle_worst[0]:.3f} of its offer ({idle_worst[1] or 'none'})")
+    print(f"largest share of the job's flow an operator not busy left untaken: {flow_worst[0]:.4f} "
+          f"({flow_worst[1] or 'none'}; a pile-up from {QUEUED_IDLE})")
 
 
 if __name__ == "__main__":
