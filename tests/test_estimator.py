@@ -599,7 +599,7 @@ def hot_key_behind_a_wide_map():
         {"name": "s", "kind": "sink", "rate": 1e7, "inputs": [{"from": "agg"}]}]}, "hot.yaml")
 
 
-def test_a_pile_up_in_front_of_a_back_pressured_operator_is_not_sustained(tmp_path):
+def test_a_pile_up_in_front_of_an_idle_operator_is_not_sustained(tmp_path):
     """The map waits on the hot task's channel; its 200 tasks' buffers take what the source sends beyond
     the hot task's pace for longer than a window, the map idle (a generated profile's join read 4 x its
     truth so, 2026-11-27). The estimate stops at the hot task's pace, as the truth does."""

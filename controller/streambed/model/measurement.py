@@ -259,17 +259,16 @@ QUEUED_BUSY = 0.9
 below it a short intake is the counters' timing, not a queue (on 0.12-core slots an idle Sink read
 3.8 % short of its upstream's output, docs/flink-testbed.md)."""
 QUEUED_IDLE = 0.25
-"""An operator that was not busy but left this share of the job's flow untaken (of what it was sent, or
-of the events the source emitted, whichever is more) is queueing too: only buffers hold a quarter,
-and a trickle's relative shortfall is its timing (the sim's operators behind a window, taking a few
-records/s of a source's 310,000 events/s, read a third short as a straggling firing's burst was in
-flight). On the sim, a map in front of a join's hot-key task, itself idle, took in
-24 % of the 218,000 records/s the source sent it while its 739 tasks' buffers held the rest for a
-whole window; the window read sustained and the 2,000-slot run's MST 4 x its truth (a generated
-profile's, 2026-11-27). On the local Flink testbed idle operators read up to 13.9 % short (q11's
-Calc#3 at 108 records/s: a window's burst in flight) in 44 windows of q11's plans and single-task
-runs (2026-11-27, bench/experiments/queue_gaps.py), so a lower bound would fail sound windows there; between it and this, an idle
-operator's queue still passes (an MST read up to 1 / 0.75 x high where only it shows one)."""
+"""An operator, busy or not, that left this share of the job's flow untaken (of what it was sent, or of
+the events the source emitted, whichever is more) is queueing: only buffers hold a quarter. On the
+sim, a map in front of a join's hot-key task, itself idle, took in 24 % of the 218,000 records/s the
+source sent it while its 739 tasks' buffers held the rest for a whole window: the 2,000-slot run's MST
+read 4 x its truth (a generated profile's, 2026-11-27). Against the operator's own offer alone, a
+trickle's shortfall is its timing: operators behind a straggling window, at a few records/s, read a
+third short while a firing's burst was in flight. On the local Flink testbed an operator below
+QUEUED_BUSY left at most 11.8 % of the job's flow untaken in 44 windows of q11's plans and estimates
+(bench/experiments/queue_gaps.py). Below a quarter an idle operator's queue still passes: an MST read
+up to 1 / 0.75 x high where only it shows one."""
 
 
 def queued_share(m: Measurement) -> float:
