@@ -694,3 +694,16 @@ def test_stopping_the_stand_ins_frees_their_ports(standin):
     assert [p for p in (KAFKA_PORT, KAFKA_CONTROLLER_PORT, GRAFANA_PORT) if port_open(p, "127.0.0.1")] == []
     assert subprocess.run(["pgrep", "-f", "--", str(standin.state_dir)], capture_output=True).returncode == 1
     print("\n[ansible] timings: " + ", ".join(f"{k} {r.elapsed_s:.1f}s" for k, r in standin.runs.items()))
+
+
+def test_a_playbook_run_leaves_the_signal_handlers_as_it_found_them(tmp_path):
+    """ansible-runner installs SIGINT and SIGTERM handlers that only set its cancel flag and leaves them
+    behind: after a deployment `streambed plan` went on through SIGTERM. run_playbook puts them back."""
+    import signal
+
+    (tmp_path / "ping.yml").write_text("- hosts: all\n  gather_facts: false\n  tasks:\n"
+                                       "    - ansible.builtin.debug: {msg: pong}\n")
+    before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    result = run_playbook(tmp_path / "ping.yml", _local_inventory(tmp_path / "hosts.yml", []))
+    assert result.failed == 0 and result.messages == ("pong",)
+    assert {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)} == before

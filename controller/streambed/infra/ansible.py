@@ -11,14 +11,17 @@ directory is used and removed afterwards. It is never placed among the repositor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +96,23 @@ def host_address(inventory: Path, host: str) -> str | None:
     return str(address) if address else None
 
 
+@contextlib.contextmanager
+def signal_handlers_kept() -> Iterator[None]:
+    """Put SIGINT's and SIGTERM's handlers back after ansible-runner's run(), which installs its own
+    (they only set a flag for its cancel callback) and leaves them: after a deployment, `streambed plan`
+    went on measuring through SIGTERM until SIGKILL (2026-11-27), and Ctrl-C would have done nothing.
+    Only the main thread may set handlers; elsewhere ansible-runner installs none."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+
+
 def run_playbook(
     playbook: Path,
     inventory: Path,
@@ -160,19 +180,22 @@ def run_playbook(
     started = time.monotonic()
     try:
         try:
-            runner = ansible_runner.run(
-                private_data_dir=str(pdd),
-                playbook=str(playbook),
-                inventory=str(inventory),
-                extravars=dict(extra_vars or {}),
-                envvars=envvars,
-                event_handler=handle,
-                quiet=quiet,
-                rotate_artifacts=5,
-                **({"tags": tags} if tags else {}),
-            )
+            with signal_handlers_kept():
+                runner = ansible_runner.run(
+                    private_data_dir=str(pdd),
+                    playbook=str(playbook),
+                    inventory=str(inventory),
+                    extravars=dict(extra_vars or {}),
+                    envvars=envvars,
+                    event_handler=handle,
+                    quiet=quiet,
+                    rotate_artifacts=5,
+                    **({"tags": tags} if tags else {}),
+                )
         except AnsibleRunnerException as exc:
             raise DeploymentError(f"ansible-runner could not run {playbook.name}: {one_line(exc)}") from None
+        if runner.status == "canceled":  # its handlers caught SIGINT or SIGTERM during the run
+            raise KeyboardInterrupt
         elapsed = time.monotonic() - started
         stats = runner.stats or {}
         tail = ""
