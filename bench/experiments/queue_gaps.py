@@ -42,6 +42,8 @@ def main() -> None:
     args = parser.parse_args()
     idle_worst, flow_worst = (0.0, ""), (0.0, "")
     for campaign in args.campaigns:
+        if not (campaign / Ledger.FILENAME).is_file():
+            raise SystemExit(f"queue_gaps.py: {campaign}: no {Ledger.FILENAME} (expected a campaign directory)")
         conn = sqlite3.connect(f"file:{campaign / Ledger.FILENAME}?mode=ro", uri=True)
         try:
             steps = conn.execute("SELECT key, data FROM steps ORDER BY seq").fetchall()
