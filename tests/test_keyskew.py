@@ -190,7 +190,7 @@ def test_skew_aware_bids2_with_a_key_skew_fills_the_budget():
 
 
 def test_a_key_the_testbed_cannot_see_is_named_with_what_it_would_cap():
-    from streambed.planner.sizing import key_warning
+    from streambed.planner.sizing import hidden_keys, key_warning
     from streambed.planner.policies.skew import hidden_key, hidden_key_capacity
     window = OperatorRates(54_000.0, 0.92, keyed=True, imbalance=1.05, measured_parallelism=43,
                            input_imbalance=1.03, key_skew=KeySkew(6e-6))
@@ -205,6 +205,11 @@ def test_a_key_the_testbed_cannot_see_is_named_with_what_it_would_cap():
     line = key_warning(metrics, {"Calc#1": 80, "W": 1366}, 5.6e7)
     assert line.startswith("W: a key with up to 0.") and "43 tasks measured" in line and "1,366 tasks" in line
     assert key_warning(metrics, {"Calc#1": 2, "W": 43}, 2e6) is None
+    # the operators named are hidden_keys', the one list the skew probes read too
+    assert set(hidden_keys(metrics, {"Calc#1": 80, "W": 1366}, 5.6e7)) == {"W"}
+    assert hidden_keys(metrics, {"Calc#1": 2, "W": 43}, 2e6) == {}
+    share, cap = hidden_keys(metrics, {"Calc#1": 80, "W": 1366}, 5.6e7)["W"]
+    assert share == pytest.approx(w) and cap == pytest.approx(hidden_key_capacity(window, 1366))
 
 
 def replace_skew(rates, skew):
@@ -235,3 +240,23 @@ def test_runs_with_the_jobs_own_key_groups_are_read_with_them():
     default = key_skews(Query("q", ("W",), (("source", "W"),), frozenset({"W"})), runs)["W"]
     # what 128 groups made of the same runs: 85 times the concentration, and a key of 0.7 %
     assert default.concentration > 10 * skew.concentration + 1e-5 and default.hottest > 5e-3
+
+
+def test_key_group_gain_is_what_flinks_default_key_groups_cost_a_measured_configuration():
+    from streambed.planner.exploration import ExplorationPoint
+    from streambed.planner.policies import policy_named
+    from streambed.planner.sizing import key_group_gain
+    window = OperatorRates(200_000.0, 1.0, keyed=True, measured_parallelism=37, key_skew=KeySkew(1e-7))
+    metrics = SingleTaskMetrics("w", 4096, (("Calc#1", OperatorRates(2e6, 1.0)), ("W", window)))
+    policy = policy_named("bids2-skew")
+
+    def point(tasks: int, max_parallelism: int | None = None) -> ExplorationPoint:
+        return ExplorationPoint(4096, tasks + 4, 1.0, {"Calc#1": 4, "W": tasks}, 0, 0, 0, "search",
+                                max_parallelism=max_parallelism)
+
+    # 128 default key groups over 37 tasks: the busiest owns 4, 1.16 x the mean's 3.46
+    assert key_group_gain(policy, metrics, point(37)) == pytest.approx(4 / (128 / 37), rel=0.01)
+    assert key_group_gain(policy, metrics, point(32)) == pytest.approx(1.0, abs=0.01)  # 4 groups each
+    assert key_group_gain(policy, metrics, point(37, 32768)) == pytest.approx(1.0, abs=0.01)  # set: no steps
+    plain = SingleTaskMetrics("m", 4096, (("Calc#1", OperatorRates(2e6, 1.0)), ("M", OperatorRates(2e5, 1.0))))
+    assert key_group_gain(policy, plain, ExplorationPoint(4096, 41, 1.0, {"Calc#1": 4, "M": 37}, 0, 0, 0, "search")) == 1.0

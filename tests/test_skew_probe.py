@@ -33,6 +33,14 @@ def test_an_operator_that_is_not_keyed_is_never_probed():
     assert probe_targets([{"map": 500}], {"map": 1}, keyed=set(), width=45) == []
 
 
+def test_an_operator_a_hidden_key_could_hold_below_the_rate_is_probed_within_a_few_times():
+    planned = [{"agg": 11}]
+    assert probe_targets(planned, {"agg": 4}, keyed={"agg"}, width=40) == []
+    assert probe_targets(planned, {"agg": 4}, keyed={"agg"}, width=40, suspects={"agg"}) == ["agg"]
+    # a probe no wider than the runs shows nothing new: not taken for a suspect either
+    assert probe_targets(planned, {"agg": 30}, keyed={"agg"}, width=40, suspects={"agg"}) == []
+
+
 def test_no_probe_when_the_testbed_cannot_run_the_operator_wider_than_it_did():
     # q11-like: the window ran on 43 tasks, the probe could give it 45
     assert probe_targets([{"win": 1300}], {"win": 43}, keyed={"win"}, width=45) == []

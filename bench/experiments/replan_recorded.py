@@ -54,7 +54,8 @@ def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings:
         explorer = ResourceExplorer(opt, tb.info(), settings)
         if reselect:  # the model chosen again from the recorded points by the current selection rules
             from streambed.planner.selection import select
-            select(ex, settings)
+            # the explorer's own view of D where it has one (ResourceExplorer.observations: key-group gains)
+            select(ex, settings, *([explorer.observations(ex)] if hasattr(explorer, "observations") else []))
         rate = row["rate"]
         plan = explorer.plan(ex, rate, memories)
         if hasattr(explorer, "probe") and explorer.probe(ex, plan, est):

@@ -47,8 +47,9 @@ from .probes import (LOAD_PROBE_GAIN, load_probe_configuration, load_probe_targe
 from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
-from .sizing import (MEASURE_NEXT, Solve, configured_slots, efficiency, guarded_solve, key_warning, measured_etas,
-                     planned_max_parallelism, plans_by_family, pooled_decline, predictor, risk_of, trusted_slots)
+from .sizing import (MEASURE_NEXT, Solve, configured_slots, efficiency, guarded_solve, hidden_keys, key_group_gain,
+                     key_warning, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
+                     risk_of, trusted_slots)
 from .surrogates import bootstrap_fits, fit, predictions
 
 
@@ -119,10 +120,28 @@ class ResourceExplorer:
             search.tell(slots, memory, pt.rmse)
             reason = should_stop(history, len(boot), s)
         ex.stop_reason = reason
-        select(ex, s)
+        select(ex, s, self.observations(ex))
         ex.optimizer_calls = len(ex.points)
         ex.testbed_seconds = sum(p.testbed_seconds for p in ex.points)
         return ex
+
+    def observations(self, ex: Exploration, points: Sequence[ExplorationPoint] | None = None) -> list[Observation]:
+        """The measurements (``points``, D's by default) as the surrogate models read them (*deviation*
+        from section VI, Eq. 6-8): each MST times its configuration's key-group gain (sizing.key_group_gain).
+        A testbed's runs use Flink's default key groups, whose steps (128 groups over 37 tasks: the busiest
+        owns 1.16 x the mean) bend the MSTs down as the testbed's budgets grow, and a family fitted on that
+        bend carries it far beyond; a plan sets its own key groups and checks them in its last pass
+        (configured_slots). The search's cost (Eq. 9) reads the MSTs as measured."""
+        points = list(ex.points if points is None else points)
+        if not self.optimizer.query.keyed:
+            return [p.observation() for p in points]
+        policy, metrics, out = self.optimizer.policy, {}, []
+        for p in points:
+            if p.memory_mb not in metrics:
+                metrics[p.memory_mb] = self.final_metrics(ex, p.memory_mb)[0]
+            o = p.observation()
+            out.append(replace(o, mst=o.mst * key_group_gain(policy, metrics[p.memory_mb], p)))
+        return out
 
     def features(self, ex: Exploration) -> Features:
         """How memory and slots enter D's models: the settings', with the slot slope per memory
@@ -256,8 +275,8 @@ class ResourceExplorer:
         A memory a checkpoint measured solves its own model (model_for), recorded in its entry."""
         s = self.settings
         query = self.optimizer.query
-        obs = [p.observation() for p in ex.points if p.phase != CHECKPOINT]
-        model = fit(family, obs, self.features(ex)) if family else Surrogate.from_dict(ex.model)
+        obs = self.observations(ex, [p for p in ex.points if p.phase != CHECKPOINT])
+        model = fit(family or ex.family, obs, self.features(ex))
         entries = []
         shared = bootstrap_fits(model.family, obs, self.features(ex), samples=s.bootstrap_samples, seed=s.seed)
         for m in sorted(set(int(x) for x in memories)):
@@ -402,7 +421,8 @@ class ResourceExplorer:
 
     def probe(self, ex: Exploration, plan: Plan, estimator: Estimator) -> list[ExplorationPoint]:
         """Skew probes (probes.py): each keyed operator that ``plan`` runs at more than PROBE_RATIO x the
-        widest it ran on the testbed is measured once more through ``estimator`` (the testbed's) alone at
+        widest it ran on the testbed, or that a key too faint for the runs to show may hold below the rate
+        (hidden_key_operators), is measured once more through ``estimator`` (the testbed's) alone at
         the testbed's widest, every other operator at one task, at the largest memory explored (the keys
         do not depend on it). The probes' per-task input records then join the skew model
         (key_skew). Returns the probes measured, none when every keyed operator was seen wide enough."""
@@ -411,7 +431,8 @@ class ResourceExplorer:
         query = self.optimizer.query
         width = probe_width(self.info.max_slots, query.size, query.max_parallelism)
         widest = widest_runs(p.configuration for p in (*ex.points, *ex.probes) if p.mst > 0)
-        targets = probe_targets([e.configuration for e in plan.entries if e.configuration], widest, query.keyed, width)
+        targets = probe_targets([e.configuration for e in plan.entries if e.configuration], widest, query.keyed, width,
+                                suspects=self.hidden_key_operators(ex, plan))
         memory = max(p.memory_mb for p in ex.points)
         new = []
         for op in targets:
@@ -421,6 +442,18 @@ class ResourceExplorer:
                      f"events/s")
             new.append(pt)
         return new + self._load_probes(ex, plan, estimator)
+
+    def hidden_key_operators(self, ex: Exploration, plan: Plan) -> set[str]:
+        """The keyed operators of ``plan``'s entries that a key the runs could not show may hold below the
+        plan's rate at their planned parallelism (sizing.hidden_keys: the entries' key warnings)."""
+        out: set[str] = set()
+        for e in plan.entries:
+            if e.configuration:
+                metrics, _ = self.final_metrics(ex, e.memory_mb)
+                if e.max_parallelism:
+                    metrics = replace(metrics, max_parallelism=e.max_parallelism)
+                out |= set(hidden_keys(metrics, e.configuration, plan.rate))
+        return out
 
     def _measure_probe(self, ex: Exploration, estimator: Estimator, cfg: Configuration, memory_mb: int, op: str,
                        phase: str, key: str) -> ExplorationPoint:
@@ -491,7 +524,7 @@ class ResourceExplorer:
             pt = ExplorationPoint.of(OptimizerResult(budget, cfg, proposal.predicted_rate, est.mst, est.to_dict()),
                                      CHECKPOINT)
             ex.points.append(pt)
-            pt.rmse = best_loocv(ex.observations(), self.features(ex), s.families)
+            pt.rmse = best_loocv(self.observations(ex), self.features(ex), s.families)
             self.log(f"checkpoint: {budget.slots} slots x {budget.memory_mb} MB -> MST {pt.mst:,.0f} events/s")
             new.append(pt)
         ex.optimizer_calls = len(ex.points)
@@ -519,8 +552,8 @@ class ResourceExplorer:
         512 MB stalls near 0.6 M events/s at 500 slots where at 4 GB it grows to 28 M). Returns
         (model, measurements, whether it is that memory's own)."""
         s = self.settings
-        testbed = [p.observation() for p in ex.points if p.phase != CHECKPOINT]
-        staged = [p.observation() for p in ex.points if p.phase == CHECKPOINT and p.memory_mb == memory_mb]
+        testbed = self.observations(ex, [p for p in ex.points if p.phase != CHECKPOINT])
+        staged = self.observations(ex, [p for p in ex.points if p.phase == CHECKPOINT and p.memory_mb == memory_mb])
         if staged:
             family = checkpoint_family(testbed, staged, self.features(ex), s.families)
             obs = [o for o in testbed if o.memory_mb == memory_mb] + staged
@@ -528,7 +561,7 @@ class ResourceExplorer:
                 return fit(family or ex.family, obs, self.features(ex)), obs, True
             except ValueError:  # a family that cannot take these points: D's model instead
                 pass
-        return Surrogate.from_dict(ex.model), testbed, False
+        return fit(ex.family, testbed, self.features(ex)), testbed, False
 
     def rate_within(self, ex: Exploration, memory_mb: int, slots: int) -> float:
         """The highest rate this explorer's plan serves with at most ``slots`` slots of ``memory_mb``:

@@ -49,15 +49,17 @@ def probe_width(testbed_slots: int, operators: int, max_parallelism: int | None 
 
 
 def probe_targets(planned: Iterable[Mapping[str, int]], widest: Mapping[str, int], keyed: Iterable[str],
-                  width: int, ratio: float = PROBE_RATIO, gain: float = PROBE_GAIN) -> list[str]:
+                  width: int, ratio: float = PROBE_RATIO, gain: float = PROBE_GAIN,
+                  suspects: Iterable[str] = ()) -> list[str]:
     """The keyed operators to probe: planned (in any of the ``planned`` configurations) at more than
-    ``ratio`` x the widest they ran (``widest``), where a probe of ``width`` tasks would be at least
-    ``gain`` x that widest. Sorted by name."""
-    most = widest_runs(planned)
+    ``ratio`` x the widest they ran (``widest``), or named in ``suspects`` (a key the runs could not show
+    may hold them below the rate at their planned parallelism: sizing.hidden_keys), where a probe of
+    ``width`` tasks would be at least ``gain`` x that widest. Sorted by name."""
+    most, suspects = widest_runs(planned), set(suspects)
     out = []
     for op in sorted(set(keyed)):
         seen = max(1, widest.get(op, 1))
-        if most.get(op, 0) > ratio * seen and width >= gain * seen:
+        if (most.get(op, 0) > ratio * seen or op in suspects) and width >= gain * seen:
             out.append(op)
     return out
 

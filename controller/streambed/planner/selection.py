@@ -50,10 +50,11 @@ def select_family(observations: Sequence[Observation], features: Features, famil
     return min(families, key=lambda f: loocv[f]), "loocv (split half had one slot count)"
 
 
-def select(ex: Exploration, settings: ExplorerSettings) -> None:
+def select(ex: Exploration, settings: ExplorerSettings, observations: Sequence[Observation] | None = None) -> None:
     """Fill in the exploration's model: its features (select_features), every family's LOOCV and split
-    RMSE, the family chosen (select_family) and that family fitted on all of D."""
-    obs = ex.observations()
+    RMSE, the family chosen (select_family) and that family fitted on all of D (``observations``: D's
+    measurements as the models read them, ResourceExplorer.observations; the raw MSTs by default)."""
+    obs = list(observations) if observations is not None else ex.observations()
     features = select_features(obs, settings.features, settings.families)
     ex.loocv = {f: loocv_rmse(f, obs, features) for f in settings.families}
     ex.family, ex.selection = select_family(obs, features, settings.families, ex.loocv)
