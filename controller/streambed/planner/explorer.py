@@ -129,7 +129,7 @@ class ResourceExplorer:
         """The measurements (``points``, D's by default) as the surrogate models read them (*deviation*
         from section VI, Eq. 6-8): each MST times its configuration's key-group gain (sizing.key_group_gain).
         A testbed's runs use Flink's default key groups, whose steps (128 groups over 37 tasks: the busiest
-        owns 1.16 x the mean) bend the MSTs down as the testbed's budgets grow, and a family fitted on that
+        owns 4, the mean 3.46) bend the MSTs down as the testbed's budgets grow, and a family fitted on that
         bend carries it far beyond; a plan sets its own key groups and checks them in its last pass
         (configured_slots). The search's cost (Eq. 9) reads the MSTs as measured."""
         points = list(ex.points if points is None else points)
