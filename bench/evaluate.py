@@ -625,6 +625,10 @@ SUSTAIN_FLOOR = 0.97
 """The line below which an entry whose own configuration sustains less than this share of the target."""
 
 
+CASES_FILE = "cases.jsonl"
+"""Section G's case records, one JSON line each as the case ends (section_g)."""
+
+
 def generated_summary(records: list[dict]) -> dict:
     """Section G's summary over entries (one per profile, multiple and memory, as ``memory_records`` gives
     them): entries whose own configuration sustains < SUSTAIN_FLOOR of the target, "unreachable" answers
@@ -728,7 +732,12 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
     rows, errors = [], []
     order = {(Path(c[1]).stem, c[2]): k for k, c in enumerate(cases)}
+    # each case's record as it ends: a run stopped before its end keeps what it judged
+    # (bench/experiments/replan_recorded.py --rows reads it)
+    (out_dir / CASES_FILE).unlink(missing_ok=True)
     for r in bounded_cases(cases, jobs, case_timeout_s):
+        with (out_dir / CASES_FILE).open("a") as f:
+            f.write(json.dumps(r, default=str) + "\n")
         if "error" in r:
             errors.append(r)
             console.print(f"G {r['profile']} x{r['multiple']:g}: error {r['error']} [{r['wall_s']:.0f} s]")

@@ -3,6 +3,7 @@ the documented ranges, and that generated profiles run on the engine and under g
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -298,3 +299,19 @@ def test_section_g_stops_a_case_past_its_time_limit_and_keeps_the_others(monkeyp
     done = {r["profile"]: r for r in results}
     assert done["a"].get("slept") and done["c"].get("slept")
     assert done["b"]["timeout"] and "timed out after 2 s" in done["b"]["error"] and done["b"]["wall_s"] < 10
+
+
+def test_section_g_keeps_each_case_s_record_as_it_ends_when_the_run_is_stopped(monkeypatch, tmp_path):
+    ev = _evaluate()
+
+    def one_then_stopped(cases, jobs, timeout_s):
+        yield {"profile": "gen-0-0000", "multiple": cases[0][2], "memories": {}, "rate": 1.0, "wall_s": 0.1}
+        yield {"profile": "gen-0-0000", "multiple": cases[1][2], "error": "ValueError: x", "wall_s": 0.1}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ev, "bounded_cases", one_then_stopped)
+    with pytest.raises(KeyboardInterrupt):
+        ev.section_g(tmp_path, 1, 0)
+    lines = [json.loads(line) for line in (tmp_path / ev.CASES_FILE).read_text().splitlines()]
+    assert [(r["multiple"], "error" in r) for r in lines] == [(ev.GENERATED_MULTIPLES[0], False),
+                                                              (ev.GENERATED_MULTIPLES[1], True)]

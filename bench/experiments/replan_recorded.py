@@ -9,6 +9,9 @@ by the truth of its own configuration (``streambed sim truth --plan``) against t
 earlier run recorded. Run it with another checkout's code first on the PYTHONPATH to get the "before".
 
     .venv/bin/python bench/experiments/replan_recorded.py /tmp/evG10 --section G_generated --profiles /tmp/evG10/G/profiles
+
+A section G run stopped before its end: `--rows /tmp/evG10/G/cases.jsonl` (the records it wrote as each
+case ended) instead of its evaluation.json.
 """
 
 from __future__ import annotations
@@ -96,6 +99,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="an evaluate --out directory (evaluation.json and the case directories)")
     parser.add_argument("--section", default="G_generated", help="evaluation.json's section key")
+    parser.add_argument("--rows", type=Path, default=None,
+                        help="the section's case records from this file instead of evaluation.json: section G's "
+                             "cases.jsonl, written as each case ends (a run stopped before its end has no evaluation.json)")
     parser.add_argument("--cases", default=None, help="the section's case directory (default: run/<letter>)")
     parser.add_argument("--profiles", default=None, help="where the profiles' YAML files are (default: by name)")
     parser.add_argument("--skip", default="", help="profiles to leave out, comma-separated")
@@ -105,7 +111,10 @@ def main() -> int:
     parser.add_argument("--explorer", action="append", default=[],
                         help="an ExplorerSettings field as name=value (text, or a number), repeatable")
     args = parser.parse_args()
-    data = json.loads((args.run / "evaluation.json").read_text())[args.section]
+    if args.rows:
+        data = {"rows": [r for r in map(json.loads, args.rows.read_text().splitlines()) if "error" not in r]}
+    else:
+        data = json.loads((args.run / "evaluation.json").read_text())[args.section]
     cases = Path(args.cases) if args.cases else args.run / args.section[0]
     skip = set(filter(None, args.skip.split(",")))
     settings = {}
