@@ -74,11 +74,12 @@ def test_a_probe_that_fell_short_of_its_sized_rate_shows_its_task_s_limit():
     assert probe_limit(600_000, 0.0, 0.06) is None
 
 
-def test_load_probe_targets_are_keyed_operators_planned_past_twice_the_heaviest_seen():
+def test_load_probe_targets_are_keyed_operators_planned_past_the_heaviest_seen_by_more_than_noise():
     from streambed.planner.probes import load_probe_targets
 
-    loads = {"win": (48_000.0, 4_700.0), "join": (9_000.0, 8_000.0), "map": (90_000.0, 1_000.0)}
-    assert load_probe_targets(loads, {"win", "join"}) == ["win"]  # the map holds no state
+    loads = {"win": (48_000.0, 4_700.0), "join": (8_500.0, 8_000.0), "agg": (9_000.0, 8_000.0),
+             "map": (90_000.0, 1_000.0)}
+    assert load_probe_targets(loads, {"win", "join", "agg"}) == ["agg", "win"]  # the map holds no state
 
 
 def test_a_load_probe_loads_one_task_and_sizes_the_others_within_the_testbed():
@@ -134,3 +135,30 @@ def test_the_last_pass_holds_a_window_to_the_load_its_probe_sustained():
     assert dict(metrics.operators)["win"].true_rate == pytest.approx(30_000, rel=0.02)
     assert "win at most 30,0" in origin
     assert dict(metrics.operators)["map"].true_rate == pytest.approx(100_000 / 8 / 0.6)  # a map is not held
+
+
+def test_a_plan_loads_no_task_beyond_what_the_testbed_could_show_it():
+    """Where no configuration within the testbed loads the window's task further, or its load probe was
+    measured, the plan gives a task of it at most 1.1 x the heaviest load seen (its state beyond was never
+    held); a task planned under 5 % busy is not held."""
+    from streambed.model import Query, TestbedInfo
+    from streambed.planner.exploration import LOAD_PROBE, Exploration, ExplorationPoint, ExplorerSettings
+    from streambed.planner.explorer import ResourceExplorer
+
+    q = Query("q", ("map", "win"), (("source", "map"), ("map", "win")), keyed=("win",))
+    light = _run([("map", 8, 100_000.0, 0.6), ("win", 1, 5_000.0, 0.05)], achieved=100_000.0)
+    points = [ExplorationPoint(4096, 9, 100_000.0, {"map": 8, "win": 1}, 0, 0, 0, "corner", measurement=light)]
+
+    def window(slots, probes=()):
+        explorer = ResourceExplorer(_Measured(q), TestbedInfo("t", slots, (4096,)), ExplorerSettings())
+        metrics, origin = explorer.final_metrics(Exploration(points, probes=list(probes)), 4096)
+        return dict(metrics.operators)["win"].true_rate, origin
+
+    assert window(64)[0] == pytest.approx(100_000)  # a load probe could show more: not held
+    rate, origin = window(2)  # 2 slots cannot load the window's task past 5,500 records/s
+    assert rate == pytest.approx(5_500) and "the heaviest load the testbed could show a task of it" in origin
+    # a probe that loaded its task to 30,000 records/s at 30 % busy: its rate held, the load seen grows
+    probe = _run([("map", 40, 600_000.0, 0.75), ("win", 1, 30_000.0, 0.3)], achieved=600_000.0)
+    probed = ExplorationPoint(4096, 41, 600_000.0, {"map": 40, "win": 1}, 2_000_000.0, 0, 0, LOAD_PROBE,
+                              measurement=probe, probed="win")
+    assert window(64, [probed])[0] == pytest.approx(33_000)

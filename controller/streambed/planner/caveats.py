@@ -19,7 +19,7 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from ..model import keygroups
-from .probes import PROBE_RATIO
+from .probes import HEAVIER, PROBE_RATIO
 
 UNSEEN_RISK = 0.10
 """The risk an entry carries at least when it rests on something the testbed could not observe at the
@@ -27,9 +27,6 @@ planned scale (a stated prior, not a measurement: no measurement bounds what was
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
-HEAVIER = 1.1
-"""A task loaded this much more than the heaviest seen is beyond what the testbed showed (run-to-run noise
-is a few percent)."""
 FEW_GROUPS = 8.0
 """Key groups per task below which Flink's key-group steps weigh (the busiest task owns up to
 1/8 = 12.5 % more than the mean at 8 groups per task, 100 % at one)..."""

@@ -174,7 +174,37 @@ class ResourceExplorer:
         if limits:
             origin += "; " + ", ".join(f"{op} at most {x:,.0f} records/s a task" for op, x in limits.items()) + \
                 " (the rate falls with the task's load: model/loadrate.py)"
-        return metrics.with_key_skew(skews).with_load_limits(limits), origin
+        shown = {op: x for op, x in self.shown_loads(ex, memory_mb, metrics).items() if x < limits.get(op, read[op])}
+        if shown:
+            origin += "; " + ", ".join(f"{op} at most {x:,.0f} records/s a task" for op, x in shown.items()) + \
+                " (the heaviest load the testbed could show a task of it)"
+        return metrics.with_key_skew(skews).with_load_limits({**limits, **shown}), origin
+
+    def heaviest_seen(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics) -> dict[str, float]:
+        """Per operator, the heaviest load a task of it took at ``memory_mb`` (memory.heaviest_loads over D,
+        the probes and the single-task run), however lightly busy."""
+        single = self.optimizer.measured_single_task().get(memory_mb)
+        runs = [Measurement.from_dict(p.measurement) for p in (*ex.points, *ex.probes)
+                if p.memory_mb == memory_mb and p.measurement and p.mst > 0]
+        return heaviest_loads(single if single is not None else replace(metrics, source_rate=0.0), runs)
+
+    def shown_loads(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics) -> dict[str, float]:
+        """Per keyed operator whose task the testbed cannot load further at ``memory_mb`` (its load probe
+        was measured there, or no configuration within the testbed loads it past caveats.HEAVIER x the
+        heaviest load a task of it took: load_probe_configuration), the most records/s the plan gives a
+        task of it: HEAVIER x that heaviest load, or loadrate.MIN_BUSYNESS of its rate where more. A
+        task's state grows with its load (model/loadrate.py); beyond what the testbed showed, a plan rests
+        on a state never held (a generated window at 1 GB, planned on one task at 1.55 x the heaviest load
+        seen, sustained 0.67 of the target by the truth; held, it gets 7 tasks and the target holds)."""
+        probed = {p.probed for p in ex.probes if p.phase == LOAD_PROBE and p.memory_mb == memory_mb and p.probed}
+        heaviest, out = self.heaviest_seen(ex, memory_mb, metrics), {}
+        for op, r in metrics.operators:
+            # a task less busy than loadrate.MIN_BUSYNESS holds little state: its rate is not even read there
+            load = max(caveats.HEAVIER * heaviest.get(op, 0.0), loadrate.MIN_BUSYNESS * r.true_rate)
+            if r.keyed and 0 < load < r.true_rate and (
+                    op in probed or load_probe_configuration(metrics, op, self.info.max_slots, load) is None):
+                out[op] = load
+        return out
 
     def load_points(self, ex: Exploration, memory_mb: int) -> dict[str, list[loadrate.LoadPoint]]:
         """Per operator, the loads its tasks took in the runs of ``memory_mb`` (D's, the probes' and the
@@ -395,10 +425,7 @@ class ResourceExplorer:
         heaviest load a task of it took in the runs of the entry's memory, however lightly busy:
         memory.heaviest_loads over D, the probes and the single-task run)."""
         metrics, _ = self.final_metrics(ex, entry.memory_mb)
-        single = self.optimizer.measured_single_task().get(entry.memory_mb)
-        runs = [Measurement.from_dict(p.measurement) for p in (*ex.points, *ex.probes)
-                if p.memory_mb == entry.memory_mb and p.measurement and p.mst > 0]
-        heaviest = heaviest_loads(single if single is not None else replace(metrics, source_rate=0.0), runs)
+        heaviest = self.heaviest_seen(ex, entry.memory_mb, metrics)
         rates, fixed = dict(metrics.operators), entry.max_parallelism or metrics.max_parallelism
         out = {}
         for op in self.optimizer.query.keyed:

@@ -69,10 +69,14 @@ def probe_configuration(operators: Sequence[str], target: str, width: int) -> di
     return {op: (width if op == target else 1) for op in operators}
 
 
-LOAD_PROBE_GAIN = 2.0
+HEAVIER = 1.1
+"""A task loaded this much more than the heaviest seen is beyond what the testbed showed (run-to-run noise
+is a few percent)."""
+LOAD_PROBE_GAIN = HEAVIER
 """A keyed operator is load-probed when a plan loads its busiest task more than this many times the
 heaviest load a task of it took at that memory: its state at that load was never held (a task's state
-grows with its load: model/loadrate.py), and run-to-run noise does not reach 2 x."""
+grows with its load: model/loadrate.py). The caveat's own line (caveats.unseen_reasons): what a plan
+would have to name as not seen, the testbed measures where it can."""
 LOAD_PROBE_STEP = 0.8
 """The probe's source rate is lowered by this factor until its configuration fits the testbed."""
 
