@@ -99,6 +99,14 @@ def test_unseen_names_key_group_steps_the_testbed_did_not_have():
     assert any("100 tasks over 256 key groups" in x for x in lines)
 
 
+def test_unseen_names_an_operator_planned_with_few_keys_a_task():
+    # 3,000 even keys over 1,437 tasks: two a task, whole keys set the busiest
+    lines = caveats.unseen_reasons({"w": 1437}, {"w": 1437}, {"w"}, keys={"w": 3000.0})
+    assert len(lines) == 1 and "about 3,000 even keys' worth over 1,437 tasks (2.1 a task)" in lines[0]
+    assert caveats.unseen_reasons({"w": 100}, {"w": 100}, {"w"}, keys={"w": 3000.0}) == ()  # 30 a task
+    assert caveats.unseen_reasons({"m": 1437}, {"m": 1437}, set(), keys={"m": 3000.0}) == ()  # not keyed
+
+
 def test_unseen_says_when_the_configuration_sets_key_groups_the_model_never_ran():
     lines = caveats.unseen_reasons({"w": 4}, {"w": 4}, {"w"}, max_parallelism=4096, measured_max_parallelisms={None})
     assert any("max parallelism to 4,096" in x for x in lines)

@@ -27,6 +27,10 @@ planned scale (a stated prior, not a measurement: no measurement bounds what was
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
+FEW_KEYS = 10.0
+"""Keys per task (1/H even keys' worth over the planned tasks) below which the busiest task's share turns on
+where the hash puts whole keys, which the square-root law's normal tail does not follow (3,000 even keys
+over 1,437 tasks, two a task, left a plan at 0.956 of its target: docs/evaluation.md, section E)."""
 FEW_GROUPS = 8.0
 """Key groups per task below which Flink's key-group steps weigh (the busiest task owns up to
 1/8 = 12.5 % more than the mean at 8 groups per task, 100 % at one)..."""
@@ -60,6 +64,7 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
                    memory_bound: Mapping[str, float] | None = None,
                    heavier: Mapping[str, tuple[float, float]] | None = None,
                    groups_per_task: Mapping[str, float] | None = None,
+                   keys: Mapping[str, float] | None = None,
                    max_parallelism: int | None = None, measured_max_parallelisms: Iterable[int | None] = (),
                    trusted_slots: int | None = None, slots: int | None = None,
                    ratio: float = PROBE_RATIO) -> tuple[str, ...]:
@@ -75,6 +80,8 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
       its load (model/loadrate.py), and at that load it was never held;
     * a keyed operator planned with fewer than FEW_GROUPS key groups per task where the testbed's runs
       had STEP_GAIN x more (``groups_per_task``: the fewest per task any run had): Flink's key-group steps;
+    * a keyed operator planned with fewer than FEW_KEYS keys per task (``keys``: 1/H, its even keys'
+      worth): where the hash puts whole keys sets its busiest task, which no law predicts;
     * a job max parallelism (``max_parallelism``) no measured run had (``measured_max_parallelisms``):
       the model was fitted on other key groups;
     * a budget beyond the model's trusted limit (``trusted_slots``)."""
@@ -96,6 +103,10 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
         if heaviest > 0 and planned > HEAVIER * heaviest:
             lines.append(f"{op}: planned at {planned:,.0f} records/s on its busiest task; the heaviest a task of it "
                          f"took on the testbed at this memory was {heaviest:,.0f} (its state at that load not seen)")
+        if op in keyed and (keys or {}).get(op, 0.0) > 0 and keys[op] / p < FEW_KEYS:
+            lines.append(f"{op}: about {keys[op]:,.0f} even keys' worth over {p:,} tasks ({keys[op] / p:.2g} a task): "
+                         f"its busiest task holds whole keys where the hash puts them, not predicted; the data's "
+                         f"key statistics (--input) or a checkpoint at this scale (--checkpoint-slots) tell")
         if op in keyed:
             m = keygroups.max_parallelism(p, max_parallelism)
             per_task = m / p

@@ -410,10 +410,13 @@ class ResourceExplorer:
                    for p in seen if p.configuration.get(op)]
             if per:
                 groups[op] = min(per)
+        rates = dict(self.final_metrics(ex, entry.memory_mb)[0].operators)
+        keys = {op: 1.0 / r.key_skew.concentration for op, r in rates.items()
+                if r.keyed and r.key_skew is not None and r.key_skew.concentration > 0}
         unseen = caveats.unseen_reasons(
             entry.configuration, widest, query.keyed, memory_bound=self._memory_bound(ex),
             heavier=self.planned_loads(ex, entry, rate),
-            groups_per_task=groups, max_parallelism=entry.max_parallelism,
+            groups_per_task=groups, keys=keys, max_parallelism=entry.max_parallelism,
             measured_max_parallelisms={p.max_parallelism for p in seen},
             trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots)
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
