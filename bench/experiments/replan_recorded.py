@@ -111,6 +111,8 @@ def main() -> int:
     parser.add_argument("--explorer", action="append", default=[],
                         help="an ExplorerSettings field as name=value (text, or a number), repeatable")
     args = parser.parse_args()
+    if args.rows and not args.rows.is_file():
+        sys.exit(f"--rows: no such file {args.rows} (section G's cases.jsonl)")
     if args.rows:
         data = {"rows": [r for r in map(json.loads, args.rows.read_text().splitlines()) if "error" not in r]}
     else:

@@ -200,8 +200,9 @@ class ResourceExplorer:
         heaviest, out = self.heaviest_seen(ex, memory_mb, metrics), {}
         for op, r in metrics.operators:
             # a task less busy than loadrate.MIN_BUSYNESS holds little state: its rate is not even read there
-            load = max(caveats.HEAVIER * heaviest.get(op, 0.0), loadrate.MIN_BUSYNESS * r.true_rate)
-            if r.keyed and 0 < load < r.true_rate and (
+            seen = heaviest.get(op, 0.0)
+            load = max(caveats.HEAVIER * seen, loadrate.MIN_BUSYNESS * r.true_rate)
+            if r.keyed and seen > 0 and load < r.true_rate and (
                     op in probed or load_probe_configuration(metrics, op, self.info.max_slots, load) is None):
                 out[op] = load
         return out
