@@ -45,6 +45,23 @@ def test_split_selection_falls_back_to_loocv_when_its_training_half_has_one_slot
     assert select_family(spread, Features(), ("linear", "log", "sqrt"), loocv) == ("linear", "split")
 
 
+def test_split_judges_families_on_one_slot_slope_for_every_memory():
+    """The train half holds two budgets a memory; with a slot slope per memory, one small run read 25 %
+    high bends that memory's slope and the split takes the square root for an MST that grows in
+    proportion to the slots (section G's flat tails)."""
+    from streambed.planner.surrogates import select_by_split
+
+    def mst(memory_mb, slots):  # three fixed tasks, then 250,000 events/s a slot
+        return 250_000.0 * (slots - 1.5) * (1.25 if (memory_mb, slots) == (4096, 5) else 1.0)
+
+    obs = [Observation(m, p, mst(m, p)) for m, ps in ((1024, (3, 9, 20, 48)), (4096, (3, 5, 31, 48))) for p in ps]
+    per_memory = Features(interaction=True)
+    families = ("linear", "log", "sqrt")
+    assert select_by_split(obs, per_memory, families)[0] == "sqrt"  # what the split chose on these features
+    loocv = {f: 1.0 for f in families}
+    assert select_family(obs, per_memory, families, loocv) == ("linear", "split")
+
+
 def explorer(tmp_path, profile="paper-q11-linear", seed=0, max_slots=48):
     prof = load_profile(profile)
     tb = SimTestbed(prof, SimSettings(seed=seed, max_slots=max_slots))

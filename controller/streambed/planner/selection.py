@@ -35,16 +35,28 @@ def select_features(observations: Sequence[Observation], features: Features, fam
     return features
 
 
+def split_features(features: Features) -> Features:
+    """The features the split judges the families on: Eq. 6-8's, one slot slope for every memory. The
+    train half holds one or two budgets per memory (the smallest, where a query's fixed tasks weigh
+    most), too few for a slope per memory (select_features): on generated profiles whose MST grows in
+    proportion to the slots, the per-memory slopes of the train half scattered and the split chose the
+    square root, whose flat tail planned them 2-3 x too wide or called them unreachable
+    (docs/evaluation.md, section G)."""
+    return replace(features, interaction=False)
+
+
 def select_family(observations: Sequence[Observation], features: Features, families: Sequence[str],
                   loocv: dict[str, float]) -> tuple[str, str]:
-    """Section VI's model selection: train on the half of D with the lowest P, test on the other half.
-    When that half holds a single slot count, no family's slope can be judged from it (the paper's own
-    q1/q2/q11 data show this): fall back to Eq. 9's lowest LOOCV RMSE. Returns (family, rule used)."""
+    """Section VI's model selection: train on the half of D with the lowest P, test on the other half,
+    on the paper's features (split_features). When that half holds a single slot count, no family's
+    slope can be judged from it (the paper's own q1/q2/q11 data show this): fall back to Eq. 9's lowest
+    LOOCV RMSE. Returns (family, rule used)."""
+    judged = split_features(features)
     ordered = sorted(observations, key=lambda o: (o.slots, o.memory_mb))
-    train = ordered[: split_size(ordered, features)]
+    train = ordered[: split_size(ordered, judged)]
     if len({o.slots for o in train}) >= 2:
         try:
-            return select_by_split(observations, features, families)[0], "split"
+            return select_by_split(observations, judged, families)[0], "split"
         except ValueError:
             pass
     return min(families, key=lambda f: loocv[f]), "loocv (split half had one slot count)"
@@ -59,7 +71,7 @@ def select(ex: Exploration, settings: ExplorerSettings, observations: Sequence[O
     ex.loocv = {f: loocv_rmse(f, obs, features) for f in settings.families}
     ex.family, ex.selection = select_family(obs, features, settings.families, ex.loocv)
     try:
-        ex.split = select_by_split(obs, features, settings.families)[1]
+        ex.split = select_by_split(obs, split_features(features), settings.families)[1]
     except ValueError:
         ex.split = {}
     ex.model = fit(ex.family, obs, features).to_dict()
