@@ -162,3 +162,27 @@ def test_a_plan_loads_no_task_beyond_what_the_testbed_could_show_it():
     probed = ExplorationPoint(4096, 41, 600_000.0, {"map": 40, "win": 1}, 2_000_000.0, 0, 0, LOAD_PROBE,
                               measurement=probe, probed="win")
     assert window(64, [probed])[0] == pytest.approx(33_000)
+
+
+def test_a_cap_that_rests_on_the_hold_is_not_called_a_ceiling():
+    """A hot key (20 %) caps the window at its task's rate over the key's share of the events (the window
+    takes 5 % of them); where the task is held to the load the testbed could show (5,500 records/s on 2
+    slots: 550,000 events/s), that cap is what was not seen, not a ceiling the runs showed (issue 35,
+    item 5). A rate beyond the cap of the rate as read (10 M events/s) is a ceiling."""
+    from streambed.model import Query, TestbedInfo
+    from streambed.model.keystats import KeyStatistics
+    from streambed.planner.exploration import Exploration, ExplorationPoint, ExplorerSettings
+    from streambed.planner.explorer import ResourceExplorer
+
+    q = Query("q", ("map", "win"), (("source", "map"), ("map", "win")), keyed=("win",))
+    light = _run([("map", 8, 100_000.0, 0.6), ("win", 1, 5_000.0, 0.05)], achieved=100_000.0)
+    points = [ExplorationPoint(4096, 9, 100_000.0, {"map": 8, "win": 1}, 0, 0, 0, "corner", measurement=light)]
+    hot = KeyStatistics("win", "k", records=100, distinct_keys=11, sum_squares=20 ** 2 + 10 * 8 ** 2,
+                        top_counts=(20,) + (8,) * 10)
+    explorer = ResourceExplorer(_Measured(q), TestbedInfo("t", 2, (4096,)), ExplorerSettings(key_statistics=(hot,)))
+    ex = Exploration(points)
+    assert explorer._capped(ex, 4096, 500_000.0) == ([], [])
+    capped, unshown = explorer._capped(ex, 4096, 1_000_000.0)
+    assert capped == [] and len(unshown) == 1 and unshown[0].startswith("win") and "5,500 records/s" in unshown[0]
+    capped, unshown = explorer._capped(ex, 4096, 20_000_000.0)
+    assert len(capped) == 1 and unshown == []

@@ -148,14 +148,16 @@ class ResourceExplorer:
         where the selection chose it (select_features)."""
         return Surrogate.from_dict(ex.model).features if ex.model else self.settings.features
 
-    def final_metrics(self, ex: Exploration, memory_mb: int, held: bool = True) -> tuple[SingleTaskMetrics, str]:
+    def final_metrics(self, ex: Exploration, memory_mb: int, held: bool = True,
+                      unseen_held: bool = True) -> tuple[SingleTaskMetrics, str]:
         """The rates of the plan's last BIDS2 pass and where they come from (section VI, "Model usage"):
         "the true processing rates and busyness levels collected for the largest number of cores in D
         with the selected resource profile". A profile D never measured falls back to its single-task
         metrics (measured by the estimator when missing). An operator whose rate falls with its tasks'
         load in the runs of that memory is held to the load a task of it sustains (load_limits): the
         largest run's tasks are its lightest loaded, a plan's are loaded more (``held`` False: not held,
-        the rates as read)."""
+        the rates as read), and a keyed operator to the heaviest load the testbed could show a task of it
+        (shown_loads; ``unseen_held`` False: not that hold)."""
         query = self.optimizer.query
         # a checkpoint measures the configuration these metrics give; its own rates would configure anew
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0 and p.phase != CHECKPOINT]
@@ -174,7 +176,8 @@ class ResourceExplorer:
         if limits:
             origin += "; " + ", ".join(f"{op} at most {x:,.0f} records/s a task" for op, x in limits.items()) + \
                 " (the rate falls with the task's load: model/loadrate.py)"
-        shown = {op: x for op, x in self.shown_loads(ex, memory_mb, metrics).items() if x < limits.get(op, read[op])}
+        shown = {op: x for op, x in self.shown_loads(ex, memory_mb, metrics).items()
+                 if unseen_held and x < limits.get(op, read[op])}
         if shown:
             origin += "; " + ", ".join(f"{op} at most {x:,.0f} records/s a task" for op, x in shown.items()) + \
                 " (the heaviest load the testbed could show a task of it)"
@@ -351,10 +354,13 @@ class ResourceExplorer:
         the efficiency's decline); otherwise a plan marked ``beyond_trusted``, with every family's unbounded
         answer and the staged measurement that would confirm it."""
         s, query = self.settings, self.optimizer.query
-        capped = self._capped(ex, memory_mb, rate)
+        capped, unshown = self._capped(ex, memory_mb, rate)
         if capped:  # a hot key or exhausted key groups: no budget beyond the range either
             return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. No budget at all reaches it: "
                            + "; ".join(capped) + ".")
+        if unshown:  # not a ceiling the runs showed: a task would carry more than any run could load it with
+            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. No budget reaches it at the loads the "
+                           f"testbed showed: " + "; ".join(unshown) + ".")
         unbounded = replace(s, max_extrapolation=float(s.max_plan_slots), min_marginal=0.0)
         answers = plans_by_family(obs, self.features(ex), s.families, memory_mb, rate, safety=s.safety,
                                   min_slots=query.size, max_slots=s.max_plan_slots, settings=unbounded)
@@ -383,19 +389,30 @@ class ResourceExplorer:
         return replace(planned, max_slots=entry.max_slots, max_rate=entry.max_rate, beyond_trusted=True,
                        checkpoint=f"--checkpoint-slots {planned.slots}")
 
-    def _capped(self, ex: Exploration, memory_mb: int, rate: float) -> list[str]:
+    def _capped(self, ex: Exploration, memory_mb: int, rate: float) -> tuple[list[str], list[str]]:
         """The operators whose capacity at the most tasks they may run stays below ``rate`` (a hot key, key
-        groups exhausted), one line each; empty when none caps the query below it."""
+        groups exhausted), one line each, and apart from them those capped only by the load the testbed
+        could show a task of them (shown_loads: their rate as read reaches ``rate``). The first are a
+        ceiling the measurements show (issue 35, item 5); the second are not seen, either way."""
         metrics, _ = self.final_metrics(ex, memory_mb)
-        capped = []
+        read = dict(self.final_metrics(ex, memory_mb, unseen_held=False)[0].operators)
+        shown = self.shown_loads(ex, memory_mb, self.final_metrics(ex, memory_mb, held=False)[0])
+        capped, unshown = [], []
         for name, r in metrics.operators:
             most = keygroups.parallelism_limit(metrics.max_parallelism) if r.keyed else self.settings.max_plan_slots
-            cap = skew.capacity(r, most, metrics.max_parallelism if r.keyed else None)
-            if cap < rate:
-                hot = r.key_skew.floor if r.key_skew is not None else 0.0
-                capped.append(f"{name} sustains at most {cap:,.0f} events/s at {most:,} tasks"
-                              + (f" (its hottest key carries {100 * hot:.2g} % of its input)" if hot > 0.01 else ""))
-        return capped
+            groups = metrics.max_parallelism if r.keyed else None
+            cap = skew.capacity(r, most, groups)
+            if cap >= rate:
+                continue
+            hot = r.key_skew.floor if r.key_skew is not None else 0.0
+            line = (f"{name} sustains at most {cap:,.0f} events/s at {most:,} tasks"
+                    + (f" (its hottest key carries {100 * hot:.2g} % of its input)" if hot > 0.01 else ""))
+            if name in shown and skew.capacity(read[name], most, groups) >= rate:
+                unshown.append(f"{line}, its tasks held to {shown[name]:,.0f} records/s, the heaviest load the "
+                               "testbed could show one")
+            else:
+                capped.append(line)
+        return capped, unshown
 
     def _with_caveats(self, ex: Exploration, entry: PlanEntry, rate: float) -> PlanEntry:
         """The entry with what it rests on that the testbed did not show (caveats.unseen_reasons) and its
