@@ -393,7 +393,7 @@ class ResourceExplorer:
         """The operators whose capacity at the most tasks they may run stays below ``rate`` (a hot key, key
         groups exhausted), one line each, and apart from them those capped only by the load the testbed
         could show a task of them (shown_loads: their rate as read reaches ``rate``). The first are a
-        ceiling the measurements show (issue 35, item 5); the second are not seen, either way."""
+        ceiling the measurements show (issue 35, item 5); the second rest on loads no run could show."""
         metrics, _ = self.final_metrics(ex, memory_mb)
         read = dict(self.final_metrics(ex, memory_mb, unseen_held=False)[0].operators)
         shown = self.shown_loads(ex, memory_mb, self.final_metrics(ex, memory_mb, held=False)[0])

@@ -40,7 +40,7 @@ def split_features(features: Features) -> Features:
     train half holds one or two budgets per memory (the smallest, where a query's fixed tasks weigh
     most), too few for a slope per memory (select_features): on generated profiles whose MST grows in
     proportion to the slots, the per-memory slopes of the train half scattered and the split chose the
-    square root, whose flat tail planned them 2-3 x too wide or called them unreachable
+    square root, whose flat tail planned them up to 3.4 x too wide or called them unreachable
     (docs/evaluation.md, section G)."""
     return replace(features, interaction=False)
 
