@@ -627,6 +627,45 @@ SUSTAIN_FLOOR = 0.97
 
 CASES_FILE = "cases.jsonl"
 """Section G's case records, one JSON line each as the case ends (section_g)."""
+RUN_FILE = "run.json"
+"""What a section G run was made of (section_g): its seeds and its code's digest, which a resume must match."""
+
+
+def source_digest(roots=(Path(__file__).resolve().parents[1] / "controller", Path(__file__).resolve().parent)) -> str:
+    """A digest of every Python file under ``roots`` (the planner, the sim and this bench): a run resumed by
+    other code would judge its cases by two planners and report them as one."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(Path(root).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def generated_run(profile_seed: int, seed: int) -> dict:
+    """What a section G run is made of, as RUN_FILE records it."""
+    return {"profile_seed": profile_seed, "seed": seed, "code": source_digest()}
+
+
+class ResumeMismatch(ValueError):
+    """--resume found a run in --out that this one cannot go on from."""
+
+
+def resumed_cases(out_dir: Path, run: dict) -> list[dict]:
+    """The records an earlier section G run in ``out_dir`` kept (cases.jsonl) when its seeds and code are
+    ``run``'s: each judged case, and each stopped at its time limit (run again, it would be stopped again).
+    A case that failed otherwise is run again; none where no run began. ResumeMismatch names what differs."""
+    earlier, cases = out_dir / RUN_FILE, out_dir / CASES_FILE
+    if not earlier.is_file():
+        if cases.is_file():
+            raise ResumeMismatch(f"--resume: {cases} was written without {RUN_FILE} (an older bench): give another --out")
+        return []
+    recorded = json.loads(earlier.read_text())
+    for key, value in run.items():
+        if recorded.get(key) != value:
+            raise ResumeMismatch(f"--resume: the run in {out_dir} has {key} {recorded.get(key)!r}, this one {value!r}: "
+                                 "resume it with the same seeds and code, or give another --out")
+    lines = cases.read_text().splitlines() if cases.is_file() else []
+    return [r for r in map(json.loads, filter(None, lines)) if "error" not in r or r.get("timeout")]
 
 
 def generated_summary(records: list[dict]) -> dict:
@@ -721,21 +760,32 @@ def bounded_cases(cases: list[tuple], jobs: int, timeout_s: float):
 
 
 def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed: int = 0,
-              case_timeout_s: float = 1800.0) -> dict:
+              case_timeout_s: float = 1800.0, resume: bool = False) -> dict:
     """``count`` generated profiles of ``profile_seed`` (the first ``count`` of that seed: a prefix of any
     larger run), each planned at GENERATED_MULTIPLES x its 48-slot MST and judged entry by entry; a case
-    (one profile at one multiple) that takes longer than ``case_timeout_s`` is stopped and listed."""
+    (one profile at one multiple) that takes longer than ``case_timeout_s`` is stopped and listed.
+    ``resume``: keep the cases an earlier run in ``out_dir`` ended, with the same seeds and code
+    (resumed_cases), and run the others (a larger ``count`` extends it)."""
     from streambed.testbed.sim.generate import write_profiles
 
+    run = generated_run(profile_seed, seed)
+    kept = resumed_cases(out_dir, run) if resume else []
     files = write_profiles(out_dir / "profiles", count, profile_seed)
-    shutil.rmtree(out_dir / "testbed-basis", ignore_errors=True)  # kept for this run's cases only, never an older code's
+    if not resume:  # the basis is kept for this run's cases only, never an older code's
+        shutil.rmtree(out_dir / "testbed-basis", ignore_errors=True)
+        (out_dir / CASES_FILE).unlink(missing_ok=True)
+    (out_dir / RUN_FILE).write_text(json.dumps(run) + "\n")
     cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
-    rows, errors = [], []
     order = {(Path(c[1]).stem, c[2]): k for k, c in enumerate(cases)}
+    kept = [r for r in kept if (r["profile"], r["multiple"]) in order]
+    done = {(r["profile"], r["multiple"]) for r in kept}
+    rows = [r for r in kept if "error" not in r]
+    errors = [r for r in kept if "error" in r]
+    if kept:
+        console.print(f"G: {len(kept)} of {len(cases)} cases kept from the earlier run in {out_dir}")
     # each case's record as it ends: a run stopped before its end keeps what it judged
-    # (bench/experiments/replan_recorded.py --rows reads it)
-    (out_dir / CASES_FILE).unlink(missing_ok=True)
-    for r in bounded_cases(cases, jobs, case_timeout_s):
+    # (bench/experiments/replan_recorded.py --rows reads it; --resume goes on from it)
+    for r in bounded_cases([c for c in cases if (Path(c[1]).stem, c[2]) not in done], jobs, case_timeout_s):
         with (out_dir / CASES_FILE).open("a") as f:
             f.write(json.dumps(r, default=str) + "\n")
         if "error" in r:
@@ -833,6 +883,9 @@ def main() -> int:
     parser.add_argument("--generated-count", type=cli_args.count, default=200,
                         help="section G: how many generated profiles (the first N of --generated-seed)")
     parser.add_argument("--generated-seed", type=cli_args.seed, default=0, help="section G: the profiles' seed")
+    parser.add_argument("--resume", action="store_true",
+                        help="section G: keep the cases an earlier run in --out ended (same seeds and code) and run "
+                             "the others")
     parser.add_argument("--generated-case-timeout", type=cli_args.positive_number, default=1800.0,
                         help="section G: seconds of wall time after which one case (a profile at one multiple) "
                              "is stopped and listed instead of judged")
@@ -862,9 +915,16 @@ def main() -> int:
                                                     explorer=explorer, label="E")),
                 ("G", "G_generated", lambda: section_g(out / "G", args.generated_count, args.generated_seed,
                                                        args.jobs, seed=args.seed_a,
-                                                       case_timeout_s=args.generated_case_timeout)),
+                                                       case_timeout_s=args.generated_case_timeout,
+                                                       resume=args.resume)),
                 ("M", "M_methods", lambda: section_m(out / "M", args.methods_count, args.methods_seed,
                                                      args.methods_case_timeout)))
+    if args.resume and "G" in args.sections:
+        try:  # before any section runs: a run that cannot be resumed says so at once
+            resumed_cases(out / "G", generated_run(args.generated_seed, args.seed_a))
+        except ResumeMismatch as e:
+            print(e, file=sys.stderr)
+            return 2
     for letter, key, run in sections:
         if letter in args.sections:
             started = time.time()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -315,3 +316,49 @@ def test_section_g_keeps_each_case_s_record_as_it_ends_when_the_run_is_stopped(m
     lines = [json.loads(line) for line in (tmp_path / ev.CASES_FILE).read_text().splitlines()]
     assert [(r["multiple"], "error" in r) for r in lines] == [(ev.GENERATED_MULTIPLES[0], False),
                                                               (ev.GENERATED_MULTIPLES[1], True)]
+
+
+def _record(case, **extra):
+    return {"profile": Path(case[1]).stem, "multiple": case[2], "memories": {}, "rate": 1.0, "wall_s": 0.1, **extra}
+
+
+def test_section_g_resumed_runs_only_the_cases_the_earlier_run_did_not_end(monkeypatch, tmp_path):
+    ev = _evaluate()
+    multiples = ev.GENERATED_MULTIPLES
+
+    def first_run(cases, jobs, timeout_s):  # judged, stopped at its limit, failed; then the run is killed
+        yield _record(cases[0])
+        yield _record(cases[1], error="timed out after 1 s", timeout=True)
+        yield _record(cases[2], error="ValueError: x")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ev, "bounded_cases", first_run)
+    with pytest.raises(KeyboardInterrupt):
+        ev.section_g(tmp_path, 1, 0)
+    given = []
+
+    def second_run(cases, jobs, timeout_s):
+        given.extend(c[2] for c in cases)
+        yield from (_record(c) for c in cases)
+
+    monkeypatch.setattr(ev, "bounded_cases", second_run)
+    monkeypatch.setattr(ev, "memory_records", lambda rows: [])
+    result = ev.section_g(tmp_path, 1, 0, resume=True)
+    assert given == list(multiples[2:])  # the failed case again, the judged and the stopped ones not
+    assert sorted(r["multiple"] for r in result["rows"]) == sorted([multiples[0], *multiples[2:]])
+    assert [e["multiple"] for e in result["errors"]] == [multiples[1]]
+    assert len((tmp_path / ev.CASES_FILE).read_text().splitlines()) == 3 + len(multiples) - 2
+
+
+def test_section_g_refuses_to_resume_a_run_of_other_seeds_or_code(monkeypatch, tmp_path, capsys):
+    ev = _evaluate()
+    monkeypatch.setattr(ev, "bounded_cases", lambda cases, jobs, timeout_s: iter(()))
+    monkeypatch.setattr(ev, "memory_records", lambda rows: [])
+    ev.section_g(tmp_path / "G", 1, 0)
+    with pytest.raises(ev.ResumeMismatch, match="profile_seed 0, this one 7"):
+        ev.section_g(tmp_path / "G", 1, 7, resume=True)
+    monkeypatch.setattr(ev, "source_digest", lambda: "other")
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", "--sections", "G", "--resume", "--out", str(tmp_path)])
+    assert ev.main() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--resume: the run in") and "has code" in err and "'other'" in err and "Traceback" not in err
