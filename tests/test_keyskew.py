@@ -10,7 +10,7 @@ from streambed.model import Measurement, OperatorMetrics, OperatorRates, Query, 
 from streambed.model.keyskew import (KeySkew, deviation_terms, estimate, max_z, group_classes, hot_key,
                                      task_group_counts)
 from streambed.model.measurement import SingleTaskMetrics, input_imbalance, key_skews
-from streambed.planner.policies.skew import busiest_share, capacity, skew_aware_bids2
+from streambed.planner.policies.skew import busiest_share, capacity, fewest_tasks, skew_aware_bids2
 from streambed.testbed.sim.partitioning import KeyedStream
 from test_policies import check_fewest_tasks
 
@@ -260,3 +260,50 @@ def test_key_group_gain_is_what_flinks_default_key_groups_cost_a_measured_config
     assert key_group_gain(policy, metrics, point(37, 32768)) == pytest.approx(1.0, abs=0.01)  # set: no steps
     plain = SingleTaskMetrics("m", 4096, (("Calc#1", OperatorRates(2e6, 1.0)), ("M", OperatorRates(2e5, 1.0))))
     assert key_group_gain(policy, plain, ExplorationPoint(4096, 41, 1.0, {"Calc#1": 4, "M": 37}, 0, 0, 0, "search")) == 1.0
+
+
+def _hot_stream(seed):
+    return KeyedStream(20_000, 0.5, seed, hot=0.03)  # the hot key is key 0, group hash mod m
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_runs_of_a_few_parallelisms_locate_the_hot_keys_group(seed):
+    from streambed.model.keyskew import hot_groups
+    stream = _hot_stream(seed)
+    group = int(stream._hashes[0] % 128)
+    runs = [(list(stream.shares(p)), 128) for p in (24, 32, 35, 37)]
+    modulus, groups = hot_groups(runs, 0.002)
+    assert modulus == 128 and group in groups and len(groups) <= 4  # one run alone leaves 128/37 of them
+    skew = KeySkew(0.002, 0.03, 37, 128, modulus, (group,))
+    counts = {p: task_group_counts(p, 128) for p in range(2, 129)}
+    # the task that holds it at every parallelism, as Flink assigns key groups: its own groups, not the most
+    assert all(skew.hot_task_groups(p, 128) == counts[p][group * p // 128] for p in counts)
+    one = [p for p in range(65, 128) if counts[p][group * p // 128] == 1 and max(counts[p]) == 2]
+    assert one and all(skew.busiest_share(p, 128) < KeySkew(0.002, 0.03).busiest_share(p, 128) for p in one)
+
+
+def test_a_located_group_carries_to_key_groups_its_modulus_divides_or_that_divide_it():
+    from streambed.model.keyskew import groups_at, hot_groups
+    assert groups_at(128, (121,), 256) == (121, 249)
+    assert groups_at(256, (249,), 128) == (121,)
+    assert groups_at(100, (5,), 128) == () and groups_at(0, (), 128) == ()
+    # two runs whose busiest tasks share no group: not one hot key, so nothing is located
+    a, b = [1.0] * 32, [1.0] * 32
+    a[0], b[31] = 5.0, 5.0
+    assert hot_groups([(a, 128), (b, 128)], 1e-6) == (0, ())
+    assert hot_groups([(a, 128), (a, 256)], 1e-6)[0] == 256  # a run in 256 groups reads in 256
+
+
+def test_the_policy_finds_the_fewest_tasks_that_give_a_located_hot_key_a_task_of_one_group():
+    stream = _hot_stream(2)
+    group = int(stream._hashes[0] % 128)
+    located = KeySkew(0.002, 0.03, 37, 128, 128, (group,))
+    r = OperatorRates(40_000.0, 1.0, keyed=True, key_skew=located)
+    plain = OperatorRates(40_000.0, 1.0, keyed=True, key_skew=KeySkew(0.002, 0.03, 37, 128))
+    fewer = 0
+    for rate in np.linspace(0.9e6, 1.3e6, 9):
+        p = fewest_tasks(r, rate, 32768)
+        smallest = next((q for q in range(1, 32769) if capacity(r, q) >= rate), None)
+        assert p == smallest  # not only one that holds: the scan below the bisection finds the least
+        fewer += p < fewest_tasks(plain, rate, 32768)
+    assert fewer > 0

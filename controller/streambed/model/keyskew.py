@@ -19,7 +19,12 @@ of p draws. The per-task records follow the keys alone, so every run of D, whate
 estimates the same H, and the runs are pooled.
 
 A single hot key sets a floor: its task receives at least its share. The hottest key carries at
-least H (H = sum w_k^2 <= max w_k), the floor used without a key histogram. A key far hotter than
+least H (H = sum w_k^2 <= max w_k), the floor used without a key histogram. Which key groups hold it
+the runs show: its group is fixed by its hash (murmur mod m), so every run that shows it puts it in its
+busiest task's range, and runs of different parallelisms narrow it down (hot_groups); a plan then
+sizes the task that will hold it by the groups that task owns, not by the most any task owns (the
+sim's q5: 37 and 35 window tasks over 128 groups pin it to group 121, which at 81 tasks has a task of
+its own). A key far hotter than
 that, but not visible at the testbed's few tasks, is not excluded by any measurement of them.
 """
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from . import keygroups
@@ -74,6 +80,11 @@ class KeySkew:
     """The tasks of the run the hot-key test read (hot_key), and their key groups: a key fainter than
     that run could show is not excluded (policies/skew.hidden_key). 0: not known."""
     tested_max_parallelism: int = 0
+    hot_modulus: int = 0
+    """The key groups (a max parallelism) ``hot_groups`` counts in; 0: where the hot key lies is not known."""
+    hot_groups: tuple[int, ...] = ()
+    """The key groups, of ``hot_modulus``, that may hold the hottest key (hot_groups): the runs that
+    showed it put it in their busiest task's range."""
 
     def __post_init__(self):
         if not (0.0 <= self.concentration <= 1.0) or not (0.0 <= self.hottest <= 1.0):
@@ -84,11 +95,12 @@ class KeySkew:
         """The hottest key's share as the floor uses it: never below H, which it cannot be below."""
         return max(self.hottest, self.concentration)
 
-    def busiest_share(self, parallelism: int, max_parallelism: int) -> float:
+    def busiest_share(self, parallelism: int, max_parallelism: int, least: bool = False) -> float:
         """The share of the input the busiest of ``parallelism`` tasks receives over ``max_parallelism``
         key groups, as planned: per class of tasks owning the same number of groups, their share plus
         max_z of their count standard deviations; at least the hottest key's share with its task's
-        part of the rest."""
+        part of the rest (its task's groups: hot_task_groups). ``least``: with the fewest groups any task
+        owns there instead, a bound below the share wherever the hot key lies (it falls as tasks are added)."""
         p, m = int(parallelism), int(max_parallelism)
         if p <= 1:
             return 1.0
@@ -98,17 +110,87 @@ class KeySkew:
             g = groups / m
             busiest = max(busiest, g + max_z(tasks) * math.sqrt(g * (1.0 - g) * h))
         w = self.floor
-        largest = max(groups for groups, _ in group_classes(p, m)) / m
-        return min(1.0, max(busiest, w + (1.0 - w) * largest))
+        hot = max(1, m // p) if least else self.hot_task_groups(p, m)
+        return min(1.0, max(busiest, w + (1.0 - w) * hot / m))
+
+    def hot_task_groups(self, parallelism: int, max_parallelism: int) -> int:
+        """The most key groups a task that may hold the hottest key owns at ``parallelism`` over
+        ``max_parallelism`` groups: the tasks of the groups that may hold it (hot_groups), where their
+        modulus and ``max_parallelism`` divide one another; else the most any task owns."""
+        p, m = int(parallelism), int(max_parallelism)
+        if not self.hot_groups:
+            return ceil_div(m, p)
+        return _hot_task_groups(self.hot_modulus, self.hot_groups, p, m)
 
     def to_dict(self) -> dict:
-        return {"concentration": self.concentration, "hottest": self.hottest,
-                "tested_parallelism": self.tested_parallelism, "tested_max_parallelism": self.tested_max_parallelism}
+        d = {"concentration": self.concentration, "hottest": self.hottest,
+             "tested_parallelism": self.tested_parallelism, "tested_max_parallelism": self.tested_max_parallelism}
+        if self.hot_groups:
+            d.update(hot_modulus=self.hot_modulus, hot_groups=list(self.hot_groups))
+        return d
 
     @classmethod
     def from_dict(cls, d) -> "KeySkew":
         return cls(float(d["concentration"]), float(d.get("hottest", 0.0)), int(d.get("tested_parallelism", 0)),
-                   int(d.get("tested_max_parallelism", 0)))
+                   int(d.get("tested_max_parallelism", 0)), int(d.get("hot_modulus", 0)),
+                   tuple(int(g) for g in d.get("hot_groups", ())))
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+LOCATED_GROUPS = 64
+"""Past this many candidate groups the hot key's task is taken to own the most any task owns: the
+candidates then cover many tasks of both sizes (and the policy asks for the share thousands of times)."""
+
+
+@lru_cache(maxsize=65536)
+def _hot_task_groups(modulus: int, groups: tuple[int, ...], parallelism: int, max_parallelism: int) -> int:
+    p, m = parallelism, max_parallelism
+    candidates = groups_at(modulus, groups, m) if len(groups) * max(1, m // modulus) <= LOCATED_GROUPS else ()
+    if not candidates:
+        return ceil_div(m, p)
+    return max(len(task_groups(t, p, m)) for t in {g * p // m for g in candidates})
+
+
+def groups_at(modulus: int, groups: Sequence[int], max_parallelism: int) -> tuple[int, ...]:
+    """The key groups of ``max_parallelism`` that a key in one of ``groups`` (of ``modulus``) may fall in:
+    Flink puts a key in group murmur(hash) mod m, so its group mod a divisor of m is its group there. ()
+    when neither modulus divides the other (nothing follows) or nothing is known."""
+    if not groups or modulus <= 0:
+        return ()
+    m = int(max_parallelism)
+    if m % modulus == 0:
+        return tuple(g + k * modulus for k in range(m // modulus) for g in groups)
+    if modulus % m == 0:
+        return tuple(sorted({g % m for g in groups}))
+    return ()
+
+
+def task_groups(task: int, parallelism: int, max_parallelism: int) -> range:
+    """The key groups task ``task`` of ``parallelism`` owns (Flink: group g goes to task g * p // m)."""
+    return range(ceil_div(task * max_parallelism, parallelism), ceil_div((task + 1) * max_parallelism, parallelism))
+
+
+def hot_groups(runs: Sequence[tuple[Sequence[float], int]], concentration: float) -> tuple[int, tuple[int, ...]]:
+    """Where the hottest key lies: (modulus, key groups), the busiest task's groups in every run (per-task
+    inputs, max parallelism) whose hot-key test shows one, intersected in the largest of their moduli
+    that the others divide (runs in moduli that do not are left out). (0, ()) when no run shows a hot
+    key or the runs disagree (then it is not one key)."""
+    shown = [(x, m) for x, m in runs if hot_key(x, m, concentration) > 0]
+    if not shown:
+        return 0, ()
+    modulus = max(m for _, m in shown)
+    kept: set[int] | None = None
+    for x, m in shown:
+        if modulus % m:
+            continue
+        total, counts = float(sum(x)), task_group_counts(len(x), m)
+        busiest = max(range(len(x)), key=lambda t: x[t] / total - counts[t] / m)  # hot_key's task
+        here = set(groups_at(m, tuple(task_groups(busiest, len(x), m)), modulus))
+        kept = here if kept is None else kept & here
+    return (modulus, tuple(sorted(kept))) if kept else (0, ())
 
 
 def deviation_terms(task_input: Sequence[float], max_parallelism: int, records: float) -> tuple[float, float] | None:
@@ -172,7 +254,9 @@ def estimate(runs: Iterable[tuple[Sequence[float], int, float]]) -> KeySkew | No
         return None
     h = min(1.0, max(0.0, dev / norm))
     widest = max(runs, key=lambda r: len(r[0]))
-    return KeySkew(h, hot_key(widest[0], widest[1], h), len(widest[0]), int(widest[1]))
+    hottest = hot_key(widest[0], widest[1], h)
+    modulus, groups = hot_groups([(x, int(m)) for x, m, _ in runs], h) if hottest > 0 else (0, ())
+    return KeySkew(h, hottest, len(widest[0]), int(widest[1]), modulus, groups)
 
 
 def run_max_parallelism(parallelism: int, fixed: int | None) -> int:

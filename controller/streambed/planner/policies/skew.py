@@ -54,12 +54,14 @@ def speed_imbalance(rates: OperatorRates, parallelism: int) -> float:
     return 1.0 + excess * max_z(parallelism) / max_z(p0)
 
 
-def busiest_share(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
-    """The share of the operator's input that its busiest task receives at ``parallelism``."""
+def busiest_share(rates: OperatorRates, parallelism: int, fixed: int | None = None, least: bool = False) -> float:
+    """The share of the operator's input that its busiest task receives at ``parallelism`` (``least``:
+    KeySkew.busiest_share's bound below it, wherever a hot key lies)."""
     if rates.keyed:
         if rates.key_skew is not None:
             groups = keygroups.max_parallelism(parallelism, fixed)
-            return min(1.0, speed_imbalance(rates, parallelism) * rates.key_skew.busiest_share(parallelism, groups))
+            return min(1.0, speed_imbalance(rates, parallelism)
+                       * rates.key_skew.busiest_share(parallelism, groups, least=least))
         return min(1.0, residual_skew(rates, fixed) * keygroups.busiest_groups_share(parallelism, fixed))
     return min(1.0, max(1.0, rates.imbalance) / parallelism)
 
@@ -123,24 +125,52 @@ def fewest_tasks(rates: OperatorRates, rate: float, limit: int, fixed: int | Non
     return best
 
 
+def located(rates: OperatorRates) -> bool:
+    """Whether the runs showed which key groups hold the operator's hot key (KeySkew.hot_groups)."""
+    return rates.key_skew is not None and bool(rates.key_skew.hot_groups)
+
+
+LOCATED_SCAN = 64
+"""How many parallelisms below the bisection's answer _fewest_by_search tries for a hot key whose key
+groups are known (beyond, the hot key's task owns one group more or less out of many)."""
+
+
 def _fewest_by_search(rates: OperatorRates, allowed: float, limit: int, fixed: int | None) -> int | None:
     """fewest_tasks for a share that follows the key concentration: per number of key groups m, the
     parallelisms that run with m (all up to m when fixed; Flink's default otherwise) are searched by
-    bisection, the busiest share falling as tasks are added."""
+    bisection, the busiest share falling as tasks are added. Where the runs located a hot key
+    (KeySkew.hot_groups) the share is not monotone (its task owns one group at one parallelism, two at
+    the next): the bisection still ends on a parallelism that holds, if the range's last one does, and
+    the ones from the bound below (``least``) up to it are tried in order for a smaller one."""
     ranges = [(1, fixed)] if fixed is not None else keygroups.default_ranges()
     best = None
+    def holds(p: int) -> bool:
+        return busiest_share(rates, p, fixed) <= allowed
+
     for lo, hi in ranges:
         hi = min(hi, limit)
-        if lo > hi or busiest_share(rates, hi, fixed) > allowed:
+        if lo > hi:
             continue
-        while hi - lo > 0:
-            mid = (lo + hi) // 2
-            if busiest_share(rates, mid, fixed) <= allowed:
-                hi = mid
-            else:
-                lo = mid + 1
-        best = lo if best is None else min(best, lo)
+        found = _bisect(holds, lo, hi) if holds(hi) else None
+        if located(rates) and busiest_share(rates, hi, fixed, least=True) <= allowed:
+            below = _bisect(lambda p: busiest_share(rates, p, fixed, least=True) <= allowed, lo, found or hi)
+            end = min(found if found is not None else hi + 1, below + LOCATED_SCAN)
+            found = next((p for p in range(below, end) if holds(p)), found)
+        if found is not None:
+            best = found if best is None else min(best, found)
     return best
+
+
+def _bisect(holds, lo: int, hi: int) -> int:
+    """The smallest p in [lo, hi] where ``holds`` (true at hi) turns true, for a predicate that does not turn
+    false again; otherwise some p where it holds."""
+    while hi - lo > 0:
+        mid = (lo + hi) // 2
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _limits(metrics: SingleTaskMetrics, slots: int) -> dict[str, int]:
@@ -183,9 +213,11 @@ def skew_aware_bids2(metrics: SingleTaskMetrics, slots: int) -> Proposal:
     heapq.heapify(heap)
     spare = slots - sum(best.values())
     while spare > 0 and heap:
-        _, i, n = heapq.heappop(heap)
-        if best[n] >= limits[n] or math.isinf(capacity(rates[n], best[n], fixed)):
+        held, i, n = heapq.heappop(heap)
+        if best[n] >= limits[n] or math.isinf(held):
             continue  # full (a keyed operator at its max parallelism) or limiting nothing
+        if located(rates[n]) and capacity(rates[n], best[n] + 1, fixed) < held:
+            continue  # one more task would put the hot key's group in a task of more groups
         best[n] += 1
         spare -= 1
         heapq.heappush(heap, (capacity(rates[n], best[n], fixed), i, n))
