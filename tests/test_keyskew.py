@@ -272,7 +272,7 @@ def test_runs_of_a_few_parallelisms_locate_the_hot_keys_group(seed):
     stream = _hot_stream(seed)
     group = int(stream._hashes[0] % 128)
     runs = [(list(stream.shares(p)), 128) for p in (24, 32, 35, 37)]
-    modulus, groups = hot_groups(runs, 0.002)
+    modulus, groups = hot_groups(runs, 0.002, 0.03)
     assert modulus == 128 and group in groups and len(groups) <= 4  # one run alone leaves 128/37 of them
     skew = KeySkew(0.002, 0.03, 37, 128, modulus, (group,))
     counts = {p: task_group_counts(p, 128) for p in range(2, 129)}
@@ -290,8 +290,9 @@ def test_a_located_group_carries_to_key_groups_its_modulus_divides_or_that_divid
     # two runs whose busiest tasks share no group: not one hot key, so nothing is located
     a, b = [1.0] * 32, [1.0] * 32
     a[0], b[31] = 5.0, 5.0
-    assert hot_groups([(a, 128), (b, 128)], 1e-6) == (0, ())
-    assert hot_groups([(a, 128), (a, 256)], 1e-6)[0] == 256  # a run in 256 groups reads in 256
+    hottest = hot_key(a, 128, 1e-6)
+    assert hot_groups([(a, 128), (b, 128)], 1e-6, hottest) == (0, ())
+    assert hot_groups([(a, 128), (a, 256)], 1e-6, hottest)[0] == 256  # a run in 256 groups reads in 256
 
 
 def test_the_policy_finds_the_fewest_tasks_that_give_a_located_hot_key_a_task_of_one_group():

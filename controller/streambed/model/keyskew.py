@@ -173,12 +173,13 @@ def task_groups(task: int, parallelism: int, max_parallelism: int) -> range:
     return range(ceil_div(task * max_parallelism, parallelism), ceil_div((task + 1) * max_parallelism, parallelism))
 
 
-def hot_groups(runs: Sequence[tuple[Sequence[float], int]], concentration: float) -> tuple[int, tuple[int, ...]]:
-    """Where the hottest key lies: (modulus, key groups), the busiest task's groups in every run (per-task
-    inputs, max parallelism) whose hot-key test shows one, intersected in the largest of their moduli
-    that the others divide (runs in moduli that do not are left out). (0, ()) when no run shows a hot
-    key or the runs disagree (then it is not one key)."""
-    shown = [(x, m) for x, m in runs if hot_key(x, m, concentration) > 0]
+def hot_groups(runs: Sequence[tuple[Sequence[float], int]], concentration: float,
+               hottest: float) -> tuple[int, tuple[int, ...]]:
+    """Where the hottest key (of share ``hottest``) lies: (modulus, key groups), the busiest task's groups
+    in every run (per-task inputs, max parallelism) whose hot-key test shows a key within 2 x that share,
+    intersected in the largest of their moduli that the others divide (runs in moduli that do not are
+    left out). (0, ()) when no run shows it or the runs disagree (then it is not one key)."""
+    shown = [(x, m) for x, m in runs if hottest / 2 <= hot_key(x, m, concentration) <= 2 * hottest]
     if not shown:
         return 0, ()
     modulus = max(m for _, m in shown)
@@ -255,7 +256,7 @@ def estimate(runs: Iterable[tuple[Sequence[float], int, float]]) -> KeySkew | No
     h = min(1.0, max(0.0, dev / norm))
     widest = max(runs, key=lambda r: len(r[0]))
     hottest = hot_key(widest[0], widest[1], h)
-    modulus, groups = hot_groups([(x, int(m)) for x, m, _ in runs], h) if hottest > 0 else (0, ())
+    modulus, groups = hot_groups([(x, int(m)) for x, m, _ in runs], h, hottest) if hottest > 0 else (0, ())
     return KeySkew(h, hottest, len(widest[0]), int(widest[1]), modulus, groups)
 
 
