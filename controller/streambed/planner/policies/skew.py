@@ -21,8 +21,8 @@ Where the runs measured a keyed operator's per-task input records, the key part 
 not carried unchanged: the busiest task's share follows the key concentration those records show
 (model/keyskew.py: the excess over the key groups' share falls as 1/sqrt(pi), the mean as 1/pi, so
 the imbalance grows with pi), and only the rest, the tasks' speed, is carried, grown as the
-expected maximum of pi draws. Capacities grow with pi, so the best configuration is found
-exactly by bisection on the rate: a rate is feasible when the fewest tasks that sustain it, operator
+expected maximum of pi draws. The fewest tasks that sustain a rate grow with the rate, so the best configuration is
+found by bisection on the rate: a rate is feasible when the fewest tasks that sustain it, operator
 by operator, fit in the budget. The fewest tasks of a keyed operator land on key-group boundaries by
 construction; the spare slots go, one by one, to the operator with the least capacity.
 """
@@ -142,11 +142,11 @@ def _fewest_by_search(rates: OperatorRates, allowed: float, limit: int, fixed: i
     (KeySkew.hot_groups) the share is not monotone (its task owns one group at one parallelism, two at
     the next): the bisection still ends on a parallelism that holds, if the range's last one does, and
     the ones from the bound below (``least``) up to it are tried in order for a smaller one."""
-    ranges = [(1, fixed)] if fixed is not None else keygroups.default_ranges()
-    best = None
     def holds(p: int) -> bool:
         return busiest_share(rates, p, fixed) <= allowed
 
+    ranges = [(1, fixed)] if fixed is not None else keygroups.default_ranges()
+    best = None
     for lo, hi in ranges:
         hi = min(hi, limit)
         if lo > hi:
