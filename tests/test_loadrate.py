@@ -186,3 +186,25 @@ def test_a_cap_that_rests_on_the_hold_is_not_called_a_ceiling():
     assert capped == [] and len(unshown) == 1 and unshown[0].startswith("win") and "5,500 records/s" in unshown[0]
     capped, unshown = explorer._capped(ex, 4096, 20_000_000.0)
     assert len(capped) == 1 and unshown == []
+
+
+def test_a_jobs_own_max_parallelism_is_no_ceiling_a_plan_may_raise_it():
+    """A job that fixes 140 key groups caps a keyed operator at 140 tasks, but a plan sets the job's max
+    parallelism where its own would cost slots (ResourceExplorer._configure): the ceiling is Flink's
+    32,768 tasks over as many groups (a generated join was called unreachable at 343 tasks where the
+    truth's minimum ran it over 32,768 groups)."""
+    from streambed.model import Query, TestbedInfo
+    from streambed.planner.exploration import Exploration, ExplorationPoint, ExplorerSettings
+    from streambed.planner.explorer import ResourceExplorer
+
+    q = Query("q", ("map", "win"), (("source", "map"), ("map", "win")), keyed=("win",), max_parallelism=140)
+    light = _run([("map", 8, 100_000.0, 0.6), ("win", 1, 5_000.0, 0.05)], achieved=100_000.0)
+    points = [ExplorationPoint(4096, 9, 100_000.0, {"map": 8, "win": 1}, 0, 0, 0, "corner", measurement=light)]
+    explorer = ResourceExplorer(_Measured(q), TestbedInfo("t", 2, (4096,)), ExplorerSettings())
+    ex = Exploration(points)
+    # a task of the window: 100,000 records/s, 2 M events/s at its 5 % input ratio; 140 tasks hold 280 M
+    assert explorer._capped(ex, 4096, 1e9) == ([], [])
+    capped, _ = explorer._capped(ex, 4096, 1e11)
+    window = [line for line in capped if line.startswith("win ")]
+    # its tasks held to the 5,500 records/s the testbed could show one: 110,000 events/s a task
+    assert window == ["win sustains at most 3,604,480,000 events/s at 32,768 tasks over 32,768 key groups"]

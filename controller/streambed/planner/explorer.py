@@ -390,7 +390,8 @@ class ResourceExplorer:
                        checkpoint=f"--checkpoint-slots {planned.slots}")
 
     def _capped(self, ex: Exploration, memory_mb: int, rate: float) -> tuple[list[str], list[str]]:
-        """The operators whose capacity at the most tasks they may run stays below ``rate`` (a hot key, key
+        """The operators whose capacity at the most tasks they may run (a keyed one at Flink's 32,768 over as
+        many key groups, whatever the job's own max parallelism) stays below ``rate`` (a hot key, key
         groups exhausted), one line each, and apart from them those capped only by the load the testbed
         could show a task of them (shown_loads: their rate as read reaches ``rate``). The first are a
         ceiling the measurements show (issue 35, item 5); the second rest on loads no run could show."""
@@ -399,13 +400,16 @@ class ResourceExplorer:
         shown = self.shown_loads(ex, memory_mb, self.final_metrics(ex, memory_mb, held=False)[0])
         capped, unshown = [], []
         for name, r in metrics.operators:
-            most = keygroups.parallelism_limit(metrics.max_parallelism) if r.keyed else self.settings.max_plan_slots
-            groups = metrics.max_parallelism if r.keyed else None
+            # a keyed operator at Flink's most tasks over as many key groups: a plan sets the job's max
+            # parallelism where its own would cost slots (_configure), so the job's own is no ceiling
+            most, groups = ((keygroups.MAX_MAX_PARALLELISM, keygroups.MAX_MAX_PARALLELISM) if r.keyed
+                            else (self.settings.max_plan_slots, None))
             cap = skew.capacity(r, most, groups)
             if cap >= rate:
                 continue
             hot = r.key_skew.floor if r.key_skew is not None else 0.0
             line = (f"{name} sustains at most {cap:,.0f} events/s at {most:,} tasks"
+                    + (f" over {groups:,} key groups" if groups is not None else "")
                     + (f" (its hottest key carries {100 * hot:.2g} % of its input)" if hot > 0.01 else ""))
             if name in shown and skew.capacity(read[name], most, groups) >= rate:
                 unshown.append(f"{line}, its tasks held to {shown[name]:,.0f} records/s, the heaviest load the "
