@@ -664,8 +664,15 @@ def resumed_cases(out_dir: Path, run: dict) -> list[dict]:
         if recorded.get(key) != value:
             raise ResumeMismatch(f"--resume: the run in {out_dir} has {key} {recorded.get(key)!r}, this one {value!r}: "
                                  "resume it with the same seeds and code, or give another --out")
-    lines = cases.read_text().splitlines() if cases.is_file() else []
-    return [r for r in map(json.loads, filter(None, lines)) if "error" not in r or r.get("timeout")]
+    kept = []
+    for line in (cases.read_text().splitlines() if cases.is_file() else []):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short when the run was killed: its case runs again
+            continue
+        if "error" not in record or record.get("timeout"):
+            kept.append(record)
+    return kept
 
 
 def generated_summary(records: list[dict]) -> dict:
@@ -773,7 +780,8 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     files = write_profiles(out_dir / "profiles", count, profile_seed)
     if not resume:  # the basis is kept for this run's cases only, never an older code's
         shutil.rmtree(out_dir / "testbed-basis", ignore_errors=True)
-        (out_dir / CASES_FILE).unlink(missing_ok=True)
+    # the records kept and no others (a failed case's, a line cut short), each case appended as it ends
+    (out_dir / CASES_FILE).write_text("".join(json.dumps(r, default=str) + "\n" for r in kept))
     (out_dir / RUN_FILE).write_text(json.dumps(run) + "\n")
     cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
     order = {(Path(c[1]).stem, c[2]): k for k, c in enumerate(cases)}
