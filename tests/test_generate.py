@@ -318,7 +318,7 @@ def test_section_g_keeps_each_case_s_record_as_it_ends_when_the_run_is_stopped(m
                                                               (ev.GENERATED_MULTIPLES[1], True)]
 
 
-def _record(case, **extra):
+def _case_record(case, **extra):
     return {"profile": Path(case[1]).stem, "multiple": case[2], "memories": {}, "rate": 1.0, "wall_s": 0.1, **extra}
 
 
@@ -327,21 +327,21 @@ def test_section_g_resumed_runs_only_the_cases_the_earlier_run_did_not_end(monke
     multiples = ev.GENERATED_MULTIPLES
 
     def first_run(cases, jobs, timeout_s):  # judged, stopped at its limit, failed; then the run is killed
-        yield _record(cases[0])
-        yield _record(cases[1], error="timed out after 1 s", timeout=True)
-        yield _record(cases[2], error="ValueError: x")
+        yield _case_record(cases[0])
+        yield _case_record(cases[1], error="timed out after 1 s", timeout=True)
+        yield _case_record(cases[2], error="ValueError: x")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ev, "bounded_cases", first_run)
     with pytest.raises(KeyboardInterrupt):
         ev.section_g(tmp_path, 1, 0)
     with (tmp_path / ev.CASES_FILE).open("a") as f:  # killed while it wrote the next case's record
-        f.write(json.dumps(_record((None, "gen-0-0000.yaml", multiples[3])))[:30])
+        f.write(json.dumps(_case_record((None, "gen-0-0000.yaml", multiples[3])))[:30])
     given = []
 
     def second_run(cases, jobs, timeout_s):
         given.extend(c[2] for c in cases)
-        yield from (_record(c) for c in cases)
+        yield from (_case_record(c) for c in cases)
 
     monkeypatch.setattr(ev, "bounded_cases", second_run)
     monkeypatch.setattr(ev, "memory_records", lambda rows: [])
