@@ -659,7 +659,12 @@ def resumed_cases(out_dir: Path, run: dict) -> list[dict]:
         if cases.is_file():
             raise ResumeMismatch(f"--resume: {cases} was written without {RUN_FILE} (an older bench): give another --out")
         return []
-    recorded = json.loads(earlier.read_text())
+    try:
+        recorded = json.loads(earlier.read_text())
+    except (OSError, ValueError):
+        raise ResumeMismatch(f"--resume: {earlier} is not readable as a run's record: give another --out") from None
+    if not isinstance(recorded, dict):
+        raise ResumeMismatch(f"--resume: {earlier} is not readable as a run's record: give another --out")
     for key, value in run.items():
         if recorded.get(key) != value:
             raise ResumeMismatch(f"--resume: the run in {out_dir} has {key} {recorded.get(key)!r}, this one {value!r}: "

@@ -360,6 +360,10 @@ def test_section_g_refuses_to_resume_a_run_of_other_seeds_or_code(monkeypatch, t
     ev.section_g(tmp_path / "G", 1, 0)
     with pytest.raises(ev.ResumeMismatch, match="profile_seed 0, this one 7"):
         ev.section_g(tmp_path / "G", 1, 7, resume=True)
+    (tmp_path / "G" / ev.RUN_FILE).write_text("{not json")
+    with pytest.raises(ev.ResumeMismatch, match="not readable as a run's record"):
+        ev.resumed_cases(tmp_path / "G", ev.generated_run(0, 0))
+    ev.section_g(tmp_path / "G", 1, 0)
     monkeypatch.setattr(ev, "source_digest", lambda: "other")
     monkeypatch.setattr(sys, "argv", ["evaluate.py", "--sections", "G", "--resume", "--out", str(tmp_path)])
     assert ev.main() == 2
