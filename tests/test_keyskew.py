@@ -8,7 +8,7 @@ import pytest
 
 from streambed.model import Measurement, OperatorMetrics, OperatorRates, Query, keygroups
 from streambed.model.keyskew import (KeySkew, deviation_terms, estimate, max_z, group_classes, hot_key,
-                                     task_group_counts)
+                                     task_group_counts, typical_busiest)
 from streambed.model.measurement import SingleTaskMetrics, input_imbalance, key_skews
 from streambed.planner.policies.skew import busiest_share, capacity, fewest_tasks, skew_aware_bids2
 from streambed.testbed.sim.partitioning import KeyedStream
@@ -37,6 +37,27 @@ def test_the_busiest_of_n_exceeds_the_mean_by_at_most_max_z_nine_times_in_ten():
         assert max_z(n) > float(np.mean(maxima))  # above the expectation: a plan deploys one draw
     zs = [max_z(n) for n in range(1, 3000)]
     assert all(b > a for a, b in zip(zs, zs[1:]))
+
+
+@pytest.mark.parametrize("keys,p,m", [(244, 1000, 1024), (40, 100, 128), (1000, 700, 1024), (300, 300, 512)])
+def test_with_few_keys_per_task_the_busiest_is_held_in_the_typical_draw(keys, p, m):
+    # equal keys hashed at random: the normal bound falls below the busiest task in most draws, the
+    # plan's share (at least the typical busiest) in fewer than half
+    normal = KeySkew(1.0 / keys).busiest_share(p, m, normal=True)
+    planned = KeySkew(1.0 / keys).busiest_share(p, m)
+    assert typical_busiest(p, m, 1.0 / keys) > normal
+    busiest = np.array([hashed_shares(np.full(keys, 1.0 / keys), p, m, seed).max() for seed in range(600)])
+    assert float(np.mean(busiest > normal + 1e-12)) > 0.5
+    assert float(np.mean(busiest > planned + 1e-12)) < 0.5
+
+
+def test_with_many_keys_per_task_the_typical_busiest_adds_nothing():
+    assert typical_busiest(100, 4096, 1e-6) == 0.0 and typical_busiest(100, 4096, 0.0) == 0.0
+    for keys, p, m in ((3000, 40, 128), (200_000, 1000, 4096)):
+        assert KeySkew(1.0 / keys).busiest_share(p, m) == KeySkew(1.0 / keys).busiest_share(p, m, normal=True)
+    # computed anyway, the typical busiest of many keys per task lies below the normal bound
+    from streambed.model.keyskew import _typical_busiest_keys
+    assert _typical_busiest_keys(3000, 40, 128) / 3000 < KeySkew(1.0 / 3000).busiest_share(40, 128, normal=True)
 
 
 @pytest.mark.parametrize("p,m", [(1, 128), (42, 128), (43, 128), (128, 128), (100, 4096), (1366, 2048), (7, 1000)])
