@@ -62,6 +62,24 @@ def test_split_judges_families_on_one_slot_slope_for_every_memory():
     assert select_family(obs, per_memory, families, loocv) == ("linear", "split")
 
 
+def test_the_split_chooses_only_among_families_that_describe_d():
+    """D of a generated profile (seed 20261129, profile 16: 7 operators, MST in proportion to the slots
+    past its one-task-per-operator start): the train half's jump from 7 to 9 slots bends the square
+    root to it, which wins the split while it misses D's points far more than the linear family does."""
+    from streambed.planner.surrogates import loocv_rmse, select_by_split
+
+    measured = {1024: ((7, 94_555), (12, 372_303), (22, 807_596), (48, 1_987_238)),
+                4096: ((7, 95_399), (9, 270_134), (33, 1_272_647), (48, 1_917_865))}
+    obs = [Observation(m, p, mst) for m, points in measured.items() for p, mst in points]
+    families = ("linear", "log", "sqrt")
+    loocv = {f: loocv_rmse(f, obs, Features()) for f in families}
+    split = select_by_split(obs, Features(), families)[0]
+    assert split != "linear" and loocv[split] > 1.5 * loocv["linear"]  # the case the guard is for
+    family, rule = select_family(obs, Features(), families, loocv)
+    assert family == "linear" and rule.startswith("split among")
+    assert select_family(obs, Features(), families, loocv, describes=float("inf")) == (split, "split")
+
+
 def explorer(tmp_path, profile="paper-q11-linear", seed=0, max_slots=48):
     prof = load_profile(profile)
     tb = SimTestbed(prof, SimSettings(seed=seed, max_slots=max_slots))
