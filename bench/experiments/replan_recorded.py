@@ -75,7 +75,8 @@ def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings:
                     "planned": e.slots, "own_over_rate": own / rate if own is not None else None,
                     "true_min": recorded["true_min"], "beyond_trusted": getattr(e, "beyond_trusted", False),
                     "risk": e.risk, "unseen": list(getattr(e, "unseen", ())), "probe_s": probe_s,
-                    "recorded_planned": recorded["planned"], "configuration": e.configuration})
+                    "recorded_planned": recorded["planned"], "configuration": e.configuration,
+                    "unreachable": e.unreachable})
     return out
 
 
