@@ -56,7 +56,8 @@ ALLOWED = {
 COINCIDENT = {
     "12288": ({"docs/compare.md", "docs/methods.md"}, "totals of slots x 512 MB: a generated plan's; Justin's one size"),
     "17408": ({"docs/compare.md", "docs/methods.md"}, "totals of slots x 512 MB: generated plans'; Justin's at 1,024 MB"),
-    "134": ({"docs/compare.md", "docs/sim-profiles.md"}, "a learned plan's slots; the generated aggregates"),
+    "134": ({"docs/compare.md", "docs/sim-profiles.md", "docs/planner.md"},
+            "a learned plan's slots; the generated aggregates; skew_law's predictions under 0.95"),
     "178": ({"docs/evaluation.md", "docs/methods.md"}, "a probe's testbed minutes; Imai's validation slots for q11"),
     "265": ({"docs/compare.md", "docs/evaluation.md"}, "an autoscaler plan's slots; the estimator's testbed minutes"),
     "0.1 s": ({"docs/robustness.md", "docs/sim-profiles.md", "docs/sim.md"},

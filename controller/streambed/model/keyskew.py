@@ -5,7 +5,9 @@ Flink hashes each key to one of m key groups and gives each of p tasks a contigu
 random, g of the input on average and a random excess: each key lands in the task's range with
 probability g, so the excess has variance g (1 - g) H, where H = sum of the squared key shares is
 the key distribution's *concentration* (its Herfindahl index; 1/H is its effective number of keys).
-The busiest of n such tasks exceeds g by up to sqrt(2 ln n) standard deviations (max_z).
+The busiest of n such tasks exceeds g by up to sqrt(2 ln n) standard deviations (max_z), and is
+never planned below the busiest task of a typical hashing of 1/H equal keys (typical_busiest), which
+the normal tail misses where tasks hold few keys.
 
 So measured on a small testbed the excess looks harmless and it grows with p: the mean task's
 share falls as 1/p, the excess only as 1/sqrt(p). On the sim's q11 (200,000 bidders, Zipf 0.3),

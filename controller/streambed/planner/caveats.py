@@ -29,8 +29,9 @@ MEMORY_BOUND = 1.15
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
 FEW_KEYS = 10.0
 """Keys per task (1/H even keys' worth over the planned tasks) below which the busiest task's share turns on
-where the hash puts whole keys, which the square-root law's normal tail does not follow (3,000 even keys
-over 1,437 tasks, two a task, left a plan at 0.956 of its target: docs/evaluation.md, section E)."""
+where the hash puts whole keys: the plan sizes the busiest task of a typical hashing (model/keyskew.
+typical_busiest), which one draw in two may exceed (3,000 even keys over 1,437 tasks, two a task, left a
+plan by the normal tail alone at 0.956 of its target: docs/evaluation.md, section E)."""
 FEW_GROUPS = 8.0
 """Key groups per task below which Flink's key-group steps weigh (the busiest task owns up to
 1/8 = 12.5 % more than the mean at 8 groups per task, 100 % at one)..."""
@@ -105,7 +106,8 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
                          f"took on the testbed at this memory was {heaviest:,.0f} (its state at that load not seen)")
         if op in keyed and (keys or {}).get(op, 0.0) > 0 and keys[op] / p < FEW_KEYS:
             lines.append(f"{op}: about {keys[op]:,.0f} even keys' worth over {p:,} tasks ({keys[op] / p:.2g} a task): "
-                         f"its busiest task holds whole keys where the hash puts them, not predicted; the data's "
+                         f"its busiest task holds whole keys where the hash puts them, planned as a typical hashing's "
+                         f"busiest, which one draw in two may exceed; the data's "
                          f"key statistics (--input) or a checkpoint at this scale (--checkpoint-slots) tell")
         if op in keyed:
             m = keygroups.max_parallelism(p, max_parallelism)

@@ -59,9 +59,9 @@ def select_family(observations: Sequence[Observation], features: Features, famil
     RMSE within ``describes`` x the best's. The train half holds the smallest budgets, where a query
     that gives each operator one task grows faster than in proportion (its bottleneck goes from one
     task to three in two slots); a concave family bent to that start can win the split by chance
-    while it misses D's points 1.8-2.8 x as far as the linear one, and its flat tail then planned
-    generated profiles whose MST grows in proportion to the slots 1.4-3 x too wide or called them
-    unreachable (docs/evaluation.md, section G). Returns (family, rule used)."""
+    while it misses D's points 1.75-2.83 x as far as the linear one, and its flat tail then planned
+    generated profiles whose MST grows in proportion to the slots 1.6-5.8 x too wide or called them
+    unreachable (docs/planner.md, model selection). Returns (family, rule used)."""
     judged = split_features(features)
     ordered = sorted(observations, key=lambda o: (o.slots, o.memory_mb))
     train = ordered[: split_size(ordered, judged)]
