@@ -78,6 +78,7 @@ def test_the_split_chooses_only_among_families_that_describe_d():
     family, rule = select_family(obs, Features(), families, loocv)
     assert family == "linear" and rule.startswith("split among")
     assert select_family(obs, Features(), families, loocv, describes=float("inf")) == (split, "split")
+    assert select_family(obs, Features(), families, dict.fromkeys(families, float("nan"))) == (split, "split")
 
 
 def explorer(tmp_path, profile="paper-q11-linear", seed=0, max_slots=48):

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from . import keygroups
 
 
@@ -72,7 +74,6 @@ def typical_busiest(parallelism: int, max_parallelism: int, concentration: float
 @lru_cache(maxsize=65536)
 def _typical_busiest_keys(keys: int, parallelism: int, max_parallelism: int) -> int:
     """typical_busiest's count: the least k with sum over task classes of n log P(count <= k) >= log 1/2."""
-    import numpy as np
     from scipy.stats import binom  # imported here: scipy's import costs the CLI's start half a second
 
     classes = group_classes(parallelism, max_parallelism)

@@ -73,7 +73,7 @@ def select_family(observations: Sequence[Observation], features: Features, famil
         else:
             best = min(loocv[f] for f in families)
             fitting = [f for f in families if loocv[f] <= describes * best]
-            if chosen in fitting:
+            if chosen in fitting or not fitting:  # none fits: a LOOCV of NaN compares false
                 return chosen, "split"
             return min(fitting, key=lambda f: scores[f]), f"split among the families within {describes:g} x the best LOOCV"
     return min(families, key=lambda f: loocv[f]), "loocv (split half had one slot count)"
