@@ -641,9 +641,9 @@ def source_digest(roots=(Path(__file__).resolve().parents[1] / "controller", Pat
     return digest.hexdigest()[:16]
 
 
-def generated_run(profile_seed: int, seed: int) -> dict:
+def generated_run(profile_seed: int, seed: int, key_stats: bool = False) -> dict:
     """What a section G run is made of, as RUN_FILE records it."""
-    return {"profile_seed": profile_seed, "seed": seed, "code": source_digest()}
+    return {"profile_seed": profile_seed, "seed": seed, "key_stats": key_stats, "code": source_digest()}
 
 
 class ResumeMismatch(ValueError):
@@ -719,13 +719,25 @@ def generated_summary_line(s: dict) -> str:
             f"worst {ratio(s['worst_slots_over_truth'])}")
 
 
-def generated_case(out_dir: Path, path: str, multiple: float, seed: int) -> dict:
+def data_key_statistics(path: str) -> dict:
+    """The explorer settings that plan a profile with the data's key statistics, as ``streambed sim keys``
+    writes them for ``plan --key-stats`` (the sim's stand-in for Spark's count of a replayed data set)."""
+    from streambed.testbed.sim.keys import key_statistics
+
+    profile = load_profile(path)
+    keyed = profile.query().keyed
+    return {"key_statistics": tuple(s for s in key_statistics(profile).operators if s.operator in keyed)}
+
+
+def generated_case(out_dir: Path, path: str, multiple: float, seed: int, key_stats: bool = False) -> dict:
     """One section G case: section A's judged plan at GENERATED_MEMORIES, or the error it raised (a generated
-    profile the planner cannot plan is a finding, not a reason to stop the section)."""
+    profile the planner cannot plan is a finding, not a reason to stop the section). ``key_stats``: planned
+    with the data's key statistics (data_key_statistics)."""
     t0 = time.time()
     try:
         return judged_plan(out_dir, path, multiple, seed=seed, memories=GENERATED_MEMORIES,
-                           basis_cache=out_dir / "testbed-basis")
+                           basis_cache=out_dir / "testbed-basis",
+                           explorer=data_key_statistics(path) if key_stats else None)
     except Exception as e:  # noqa: BLE001 - reported per case, with its type
         return {"profile": Path(path).stem, "multiple": multiple, "error": f"{type(e).__name__}: {e}",
                 "wall_s": time.time() - t0}
@@ -772,15 +784,16 @@ def bounded_cases(cases: list[tuple], jobs: int, timeout_s: float):
 
 
 def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed: int = 0,
-              case_timeout_s: float = 1800.0, resume: bool = False) -> dict:
+              case_timeout_s: float = 1800.0, resume: bool = False, key_stats: bool = False) -> dict:
     """``count`` generated profiles of ``profile_seed`` (the first ``count`` of that seed: a prefix of any
     larger run), each planned at GENERATED_MULTIPLES x its 48-slot MST and judged entry by entry; a case
     (one profile at one multiple) that takes longer than ``case_timeout_s`` is stopped and listed.
     ``resume``: keep the cases an earlier run in ``out_dir`` ended, with the same seeds and code
-    (resumed_cases), and run the others (a larger ``count`` extends it)."""
+    (resumed_cases), and run the others (a larger ``count`` extends it). ``key_stats``: every plan made with
+    the data's key statistics (data_key_statistics), as a campaign that replays a data set makes it."""
     from streambed.testbed.sim.generate import write_profiles
 
-    run = generated_run(profile_seed, seed)
+    run = generated_run(profile_seed, seed, key_stats)
     kept = resumed_cases(out_dir, run) if resume else []
     files = write_profiles(out_dir / "profiles", count, profile_seed)
     if not resume:  # the basis is kept for this run's cases only, never an older code's
@@ -788,7 +801,7 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     # the records kept and no others (a failed case's, a line cut short), each case appended as it ends
     (out_dir / CASES_FILE).write_text("".join(json.dumps(r, default=str) + "\n" for r in kept))
     (out_dir / RUN_FILE).write_text(json.dumps(run) + "\n")
-    cases = [(out_dir, str(f), m, seed) for f in files for m in GENERATED_MULTIPLES]
+    cases = [(out_dir, str(f), m, seed, key_stats) for f in files for m in GENERATED_MULTIPLES]
     order = {(Path(c[1]).stem, c[2]): k for k, c in enumerate(cases)}
     kept = [r for r in kept if (r["profile"], r["multiple"]) in order]
     done = {(r["profile"], r["multiple"]) for r in kept}
@@ -819,7 +832,8 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
                    configuration=e["configuration"], true_min_configuration=e["true_min_configuration"],
                    key_warning=e["key_warning"], limit=e["limit"], beyond_trusted=e.get("beyond_trusted", False))
     table(f"G. {count} generated profiles (seed {profile_seed}) at {'/'.join(f'{m:g}' for m in GENERATED_MULTIPLES)}x "
-          f"the 48-slot MST, judged by each plan's own configuration",
+          f"the 48-slot MST{', with the data' + chr(39) + 's key statistics' if key_stats else ''}, judged by each "
+          f"plan's own configuration",
           ("profile", "x", "MB", "rate, ev/s", "planned", "true min", "own MST / target", "slots / true min",
            "verdict", "own bottleneck"),
           [(r["profile"], f"{r['multiple']:g}", r["memory_mb"], r["rate"], r["planned_slots"] or "unreachable",
@@ -829,7 +843,7 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
     s = generated_summary(records)
     walls = [r["wall_s"] for r in rows]
     timeouts = [e for e in errors if e.get("timeout")]
-    s.update(profiles=count, profile_seed=profile_seed, cases=len(cases), errors=len(errors) - len(timeouts),
+    s.update(profiles=count, profile_seed=profile_seed, key_stats=key_stats, cases=len(cases), errors=len(errors) - len(timeouts),
              timeouts=len(timeouts), case_timeout_s=case_timeout_s,
              median_case_wall_s=statistics.median(walls) if walls else None)
     console.print("G summary: " + generated_summary_line(s) + f"; {len(errors) - len(timeouts)} cases failed, "
@@ -896,6 +910,9 @@ def main() -> int:
     parser.add_argument("--generated-count", type=cli_args.count, default=200,
                         help="section G: how many generated profiles (the first N of --generated-seed)")
     parser.add_argument("--generated-seed", type=cli_args.seed, default=0, help="section G: the profiles' seed")
+    parser.add_argument("--generated-key-stats", action="store_true",
+                        help="section G: plan every profile with the data's key statistics (streambed sim keys, as "
+                             "plan --key-stats reads them), as a campaign that replays a data set plans it")
     parser.add_argument("--resume", action="store_true",
                         help="section G: keep the cases an earlier run in --out ended (same seeds and code) and run "
                              "the others")
@@ -929,12 +946,12 @@ def main() -> int:
                 ("G", "G_generated", lambda: section_g(out / "G", args.generated_count, args.generated_seed,
                                                        args.jobs, seed=args.seed_a,
                                                        case_timeout_s=args.generated_case_timeout,
-                                                       resume=args.resume)),
+                                                       resume=args.resume, key_stats=args.generated_key_stats)),
                 ("M", "M_methods", lambda: section_m(out / "M", args.methods_count, args.methods_seed,
                                                      args.methods_case_timeout)))
     if args.resume and "G" in args.sections:
         try:  # before any section runs: a run that cannot be resumed says so at once
-            resumed_cases(out / "G", generated_run(args.generated_seed, args.seed_a))
+            resumed_cases(out / "G", generated_run(args.generated_seed, args.seed_a, args.generated_key_stats))
         except ResumeMismatch as e:
             print(e, file=sys.stderr)
             return 2

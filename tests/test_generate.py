@@ -360,6 +360,8 @@ def test_section_g_refuses_to_resume_a_run_of_other_seeds_or_code(monkeypatch, t
     ev.section_g(tmp_path / "G", 1, 0)
     with pytest.raises(ev.ResumeMismatch, match="profile_seed 0, this one 7"):
         ev.section_g(tmp_path / "G", 1, 7, resume=True)
+    with pytest.raises(ev.ResumeMismatch, match="key_stats False, this one True"):  # planned without the data's keys
+        ev.section_g(tmp_path / "G", 1, 0, resume=True, key_stats=True)
     (tmp_path / "G" / ev.RUN_FILE).write_text("{not json")
     with pytest.raises(ev.ResumeMismatch, match="not readable as a run's record"):
         ev.resumed_cases(tmp_path / "G", ev.generated_run(0, 0))
@@ -369,3 +371,12 @@ def test_section_g_refuses_to_resume_a_run_of_other_seeds_or_code(monkeypatch, t
     assert ev.main() == 2
     err = capsys.readouterr().err
     assert err.startswith("--resume: the run in") and "has code" in err and "'other'" in err and "Traceback" not in err
+
+
+def test_section_g_with_the_data_s_key_statistics_gives_every_keyed_operator_its_counts(generated):
+    ev = _evaluate()
+    for path in generated[:12]:
+        profile = load_profile(str(path))
+        given = ev.data_key_statistics(str(path))["key_statistics"]
+        assert {s.operator for s in given} == set(profile.query().keyed)
+        assert all(s.key_groups and s.distinct_keys > 0 for s in given)

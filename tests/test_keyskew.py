@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from streambed.model import Measurement, OperatorMetrics, OperatorRates, Query, keygroups
-from streambed.model.keyskew import (KeySkew, deviation_terms, estimate, max_z, group_classes, hot_key,
+from streambed.model.keyskew import (GroupShares, KeySkew, deviation_terms, estimate, max_z, group_classes, hot_key,
                                      task_group_counts, typical_busiest)
 from streambed.model.measurement import SingleTaskMetrics, input_imbalance, key_skews
 from streambed.planner.policies.skew import busiest_share, capacity, fewest_tasks, skew_aware_bids2
@@ -329,3 +329,65 @@ def test_the_policy_finds_the_fewest_tasks_that_give_a_located_hot_key_a_task_of
         assert p == smallest  # not only one that holds: the scan below the bisection finds the least
         fewer += p < fewest_tasks(plain, rate, 32768)
     assert fewer > 0
+
+
+def _data_groups(seed: int = 3, keys: int = 3000, zipf: float = 0.6) -> np.ndarray:
+    """Records per key group of 32,768 of a Zipf key distribution hashed at random (a data set's counts)."""
+    stream = KeyedStream(keys, zipf, seed)
+    return np.bincount(stream.hashes % 32768, weights=stream.weights, minlength=32768)
+
+
+def _tasks_by_brute_force(groups: np.ndarray, p: int, m: int) -> np.ndarray:
+    folded = np.zeros(m)
+    for g, share in enumerate(groups):
+        folded[g % m] += share
+    tasks = np.zeros(p)
+    for g in range(m):
+        tasks[g * p // m] += folded[g]
+    return tasks
+
+
+@pytest.mark.parametrize("p,m", [(2, 128), (41, 1024), (185, 16384), (944, 32768), (128, 128)])
+def test_the_data_s_key_groups_give_the_busiest_task_exactly_where_they_fold(p, m):
+    groups = _data_groups()
+    skew = KeySkew(float(np.sum(KeyedStream(3000, 0.6, 3).weights ** 2)), groups=GroupShares(groups))
+    tasks = _tasks_by_brute_force(groups, p, m)
+    assert skew.exact(m)
+    assert skew.busiest_share(p, m) == pytest.approx(tasks.max(), rel=1e-12)
+    assert skew.busiest_share(p, m, least=True) <= tasks.max() * (1 + 1e-12)
+
+
+def test_where_the_key_groups_do_not_fold_the_model_holds():
+    groups = _data_groups()
+    skew = KeySkew(0.002, 0.01, groups=GroupShares(groups))
+    for m in (1304, 3000, 65536):
+        assert not skew.exact(m)
+        assert skew.busiest_share(41, m) == KeySkew(0.002, 0.01).busiest_share(41, m)
+    with pytest.raises(ValueError):
+        GroupShares(np.ones(1000))
+
+
+def test_the_bound_below_the_data_s_share_falls_as_tasks_are_added():
+    skew = KeySkew(0.002, groups=GroupShares(_data_groups()))
+    least = [skew.busiest_share(p, 4096, least=True) for p in range(1, 4097, 7)]
+    assert all(a >= b for a, b in zip(least, least[1:]))
+
+
+def test_the_policy_sizes_a_keyed_operator_by_the_data_s_key_groups():
+    """A Zipf 0.6 head over 3,000 keys: its heaviest key (about 1.5 %) and the keys the hash puts beside it
+    set the busiest task where the data's groups say, not where the law of H puts a typical hashing."""
+    stream = KeyedStream(3000, 0.6, 3)
+    h = float(np.sum(stream.weights ** 2))
+    exact = OperatorRates(40_000.0, 1.0, keyed=True, key_skew=KeySkew(h, float(stream.weights.max()),
+                                                                        groups=GroupShares(_data_groups())))
+    law = OperatorRates(40_000.0, 1.0, keyed=True, key_skew=KeySkew(h))
+    for rate in np.linspace(3e5, 2.4e6, 8):
+        p = fewest_tasks(exact, rate, 32768)
+        if p is None:
+            assert rate > 40_000.0 / stream.weights.max()  # the heaviest key's task caps it
+            continue
+        assert capacity(exact, p) >= rate * (1 - 1e-9)
+        truth = _tasks_by_brute_force(_data_groups(), p, keygroups.max_parallelism(p)).max()
+        assert 40_000.0 / truth >= rate * (1 - 1e-9)  # its own tasks sustain the rate, by the groups themselves
+    wide = 500
+    assert busiest_share(exact, wide) > busiest_share(law, wide)  # the head the law does not see

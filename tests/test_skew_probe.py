@@ -196,7 +196,7 @@ operators:
 """
 
 
-def _hot_join_explorer(tmp_path, probes: bool):
+def _hot_join_explorer(tmp_path, probes: bool, text: str = HOT_JOIN):
     from streambed.ledger import Ledger
     from streambed.planner.estimator import CapacityEstimator, Timing
     from streambed.planner.exploration import ExplorerSettings
@@ -207,7 +207,7 @@ def _hot_join_explorer(tmp_path, probes: bool):
     from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
     path = tmp_path / "probe-test-hot-join.yaml"
-    path.write_text(HOT_JOIN)
+    path.write_text(text)
     prof = load_profile(str(path))
     tb = SimTestbed(prof, SimSettings(seed=0, max_slots=16))
     ledger = Ledger.open(tmp_path / ("on" if probes else "off"), "plan", {}, resume=False)
@@ -280,6 +280,38 @@ def test_key_statistics_of_the_data_give_the_skew_the_runs_could_not(tmp_path):
     assert shown["data"]["hottest"] == pytest.approx(0.15)
     entry = plan.entry(4096)
     assert entry.slots is None and f"{agg} sustains at most" in entry.unreachable
+
+
+def test_the_data_s_key_groups_size_the_head_the_runs_could_not_see(tmp_path):
+    """A Zipf 0.7 head over 2,500 keys behind the same selective filter: no run shows its 1.6 % key, and the
+    law of H plans a typical hashing. With the sim's key statistics (`streambed sim keys`) the plan reads its
+    busiest task from the data's key groups: its own configuration sustains the rate (the sim's truth), and
+    the plan does not call the skew unseen."""
+    from dataclasses import replace
+
+    from streambed.model import Configuration
+    from streambed.testbed.sim.keys import key_statistics
+    from streambed.testbed.sim.profile import load_profile
+    from streambed.testbed.sim.truth import GroundTruth
+
+    text = HOT_JOIN.replace("keys: {count: 20000, zipf: 0.3, hot: 0.15}", "keys: {count: 2500, zipf: 0.7}")
+    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False, text=text)
+    profile = load_profile(str(tmp_path / "probe-test-hot-join.yaml"))
+    agg = "GroupAggregate#2"
+    stats, = key_statistics(profile).operators
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 12 * max(p.mst for p in ex.points)
+        law = explorer.plan(ex, rate, [4096]).entry(4096)
+        explorer.settings = replace(explorer.settings, key_statistics=(stats,))
+        plan = explorer.plan(ex, rate, [4096])
+    assert plan.key_skew[agg]["source"] == "data" and plan.key_skew[agg]["data"]["key_groups_counted"] == 32768
+    entry = plan.entry(4096)
+    assert entry.slots is not None and entry.configuration[agg] > law.configuration[agg]
+    own = GroundTruth(profile).configuration_mst(
+        Configuration.of(profile.query(), entry.configuration, entry.max_parallelism), 4096).mst
+    assert own >= rate
+    assert not any(line.startswith(f"{agg}: key skew seen") for line in entry.unseen)
 
 
 def test_a_plan_warns_when_its_measurements_were_disturbed_and_counts_them_in_its_risk(tmp_path):

@@ -33,6 +33,7 @@ from streambed.planner.exploration import Exploration, ExplorerSettings
 from streambed.planner.explorer import ResourceExplorer
 from streambed.planner.optimizer import ConfigurationOptimizer
 from streambed.planner.policies import DEFAULT_POLICY, policy_named
+from streambed.testbed.sim.keys import key_statistics
 from streambed.testbed.sim.profile import load_profile
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 from streambed.testbed.sim.truth import GroundTruth
@@ -42,8 +43,12 @@ FLOOR = 0.97
 
 
 def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings: dict | None = None,
-                reselect: bool = False) -> list[dict]:
+                reselect: bool = False, key_stats: bool = False) -> list[dict]:
     profile = load_profile(profile_path)
+    if key_stats:  # the data's key statistics, as `streambed sim keys` writes them for --key-stats
+        query_keyed = SimTestbed(profile, SimSettings(seed=0, max_slots=TESTBED_SLOTS)).query(profile.name).keyed
+        explorer_settings = {**(explorer_settings or {}), "key_statistics": tuple(
+            s for s in key_statistics(profile).operators if s.operator in query_keyed)}
     ex = Exploration.from_dict(json.loads((case_dir / "exploration.json").read_text()))
     memories = sorted(int(m) for m in row["memories"])
     timing = "paper-complex" if any(o.kind == "join" for o in profile.operators) or any(
@@ -108,6 +113,8 @@ def main() -> int:
     parser.add_argument("--skip", default="", help="profiles to leave out, comma-separated")
     parser.add_argument("--reselect", action="store_true",
                         help="choose the model's family and features again with the current selection rules")
+    parser.add_argument("--key-stats", action="store_true",
+                        help="plan with the data's key statistics (`streambed sim keys`, as --key-stats gives them)")
     parser.add_argument("--out", type=Path, default=None, help="write the records as JSON here")
     parser.add_argument("--explorer", action="append", default=[],
                         help="an ExplorerSettings field as name=value (text, or a number), repeatable")
@@ -133,7 +140,8 @@ def main() -> int:
             continue
         t0 = time.time()
         path = str(Path(args.profiles) / f"{row['profile']}.yaml") if args.profiles else row["profile"]
-        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path, settings, args.reselect)
+        recs = replan_case(cases / f"A-{row['profile']}-{row['multiple']:g}x", row, path, settings, args.reselect,
+                           args.key_stats)
         records += recs
         print(f"{row['profile']} x{row['multiple']:g}: " + ", ".join(
             f"{r['memory_mb']} MB {r['planned'] or 'unreachable'}{' (beyond)' if r['beyond_trusted'] else ''} "

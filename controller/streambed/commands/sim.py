@@ -65,6 +65,13 @@ def register(sub) -> None:
     output_options(sp)
     sp.set_defaults(func=cmd_sim_run)
 
+    sp = simsub.add_parser("keys", help="the key statistics of the data a profile models, as `streambed data keys` "
+                                        "writes them for `plan --key-stats` (a stand-in: the sim has no data set)")
+    sp.add_argument("--profile", required=True, help="shipped profile name (q1, q5, ...) or YAML path")
+    sp.add_argument("--out", required=True, type=Path, help="the statistics file to write")
+    output_options(sp)
+    sp.set_defaults(func=cmd_sim_keys)
+
     sp = simsub.add_parser("generate", help="write random but plausible profiles drawn from a seed "
                                             "(docs/sim-profiles.md, Generated profiles)")
     sp.add_argument("--count", required=True, type=count, help="profiles to write")
@@ -210,6 +217,28 @@ def cmd_sim_run(args, out: Output) -> None:
     out.result({"measurement": m.to_dict(), "configuration": configuration.as_dict(),
                 "series": {"time": list(s.time), "achieved": list(s.emitted), "pending": list(s.pending),
                            "busy_ms_per_s": np.asarray(s.busy_ms_per_s).round(1).tolist()}})
+
+
+def cmd_sim_keys(args, out: Output) -> None:
+    from ..model import keystats
+    from ..testbed.sim.keys import key_statistics
+    from ..testbed.sim.profile import load_profile
+
+    if args.out.is_dir():
+        raise UserError(f"--out: {args.out} is a directory")
+    profile = load_profile(args.profile, option="--profile")
+    result = key_statistics(profile)
+    if not result.operators:
+        raise UserError(f"--profile: {profile.name} has no keyed operator")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    result.write(args.out)
+    out.table(f"keys of {profile.name}'s keyed operators (the profile's key distributions; no data set)",
+              ["operator", "distinct keys", "top 1", f"top {keystats.TOP_KEYS}", "concentration H"],
+              [[s.operator, f"{s.distinct_keys:,}", f"{s.top_share(1):.2%}", f"{s.top_share(keystats.TOP_KEYS):.2%}",
+                f"{s.concentration:.3g}"] for s in result.operators])
+    out.info(f"written to {args.out}")
+    out.result({**{k: v for k, v in result.to_dict().items() if k != "operators"}, "path": str(args.out),
+                "operators": [{k: v for k, v in s.to_dict().items() if k != "key_groups"} for s in result.operators]})
 
 
 def cmd_sim_generate(args, out: Output) -> None:

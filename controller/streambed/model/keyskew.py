@@ -33,7 +33,7 @@ that, but not visible at the testbed's few tasks, is not excluded by any measure
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
@@ -104,6 +104,48 @@ def task_group_counts(parallelism: int, max_parallelism: int) -> list[int]:
     return counts
 
 
+class GroupShares:
+    """A data set's share of a keyed operator's records per key group of ``len(shares)`` (a power of two:
+    model/keystats.py counts them at Flink's 32,768), from which the busiest task's share at any parallelism
+    and any power-of-two max parallelism that divides it is exact for that data: Flink puts a key in group
+    murmur(hash) mod m, so the groups of m fold from the finer ones (keystats.fold_key_groups). Compared and
+    hashed by identity: one data set's shares, computed once."""
+
+    def __init__(self, shares: Sequence[float]):
+        self.shares = np.asarray(shares, dtype=np.float64)
+        n = len(self.shares)
+        if n < 1 or n & (n - 1):
+            raise ValueError(f"key group shares: {n} groups, expected a power of two")
+        self._folded: dict[int, np.ndarray] = {}
+        self._busiest: dict[tuple[int, int], float] = {}
+
+    def folds(self, max_parallelism: int) -> bool:
+        """Whether the groups of ``max_parallelism`` fold from these (a power of two no larger)."""
+        m = int(max_parallelism)
+        return 1 <= m <= len(self.shares) and len(self.shares) % m == 0
+
+    def folded(self, max_parallelism: int) -> np.ndarray:
+        m = int(max_parallelism)
+        if m not in self._folded:
+            self._folded[m] = self.shares.reshape(-1, m).sum(axis=0)
+        return self._folded[m]
+
+    def busiest(self, parallelism: int, max_parallelism: int) -> float:
+        """The busiest of ``parallelism`` tasks' share over ``max_parallelism`` groups (Flink's
+        KeyGroupRangeAssignment: group g to task g * p // m)."""
+        key = (int(parallelism), int(max_parallelism))
+        if key not in self._busiest:
+            p, m = key
+            owner = np.arange(m, dtype=np.int64) * p // m
+            total = float(self.shares.sum()) or 1.0
+            self._busiest[key] = float(np.bincount(owner, weights=self.folded(m), minlength=p).max()) / total
+        return self._busiest[key]
+
+    def heaviest(self, max_parallelism: int) -> float:
+        """The heaviest group's share at ``max_parallelism``: no task's share is below it."""
+        return float(self.folded(max_parallelism).max()) / (float(self.shares.sum()) or 1.0)
+
+
 @dataclass(frozen=True)
 class KeySkew:
     """A keyed operator's key distribution as the planner knows it."""
@@ -121,6 +163,9 @@ class KeySkew:
     hot_groups: tuple[int, ...] = ()
     """The key groups, of ``hot_modulus``, that may hold the hottest key (hot_groups): the runs that
     showed it put it in their busiest task's range."""
+    groups: GroupShares | None = field(default=None, compare=False, repr=False)
+    """The data's records per key group (model/keystats.py), where a data set's key statistics counted
+    them: the busiest task's share is then read from them wherever the key groups fold (exact)."""
 
     def __post_init__(self):
         if not (0.0 <= self.concentration <= 1.0) or not (0.0 <= self.hottest <= 1.0):
@@ -139,10 +184,16 @@ class KeySkew:
         (its task's groups: hot_task_groups). ``least``: with the fewest groups any task owns there instead
         and without the typical busiest, a bound below the share wherever the hot key lies (it falls as
         tasks are added). ``normal``: without the typical busiest (the hot-key test's expectation, which
-        HOT_KEY_RATIO was calibrated on)."""
+        HOT_KEY_RATIO was calibrated on). Where the data's key groups fold to ``max_parallelism`` (exact),
+        the share they give (``least``: the mean task's or the heaviest group's, a bound below it that falls
+        as tasks are added)."""
         p, m = int(parallelism), int(max_parallelism)
         if p <= 1:
             return 1.0
+        if self.exact(m) and p <= m:
+            if least:
+                return max(1.0 / p, self.groups.heaviest(m))
+            return self.groups.busiest(p, m)
         h = self.concentration
         busiest = 0.0
         for groups, tasks in group_classes(p, m):
@@ -153,6 +204,10 @@ class KeySkew:
         w = self.floor
         hot = max(1, m // p) if least else self.hot_task_groups(p, m)
         return min(1.0, max(busiest, w + (1.0 - w) * hot / m))
+
+    def exact(self, max_parallelism: int) -> bool:
+        """Whether the data's key groups give the busiest task's share over ``max_parallelism`` groups."""
+        return self.groups is not None and self.groups.folds(max_parallelism)
 
     def hot_task_groups(self, parallelism: int, max_parallelism: int) -> int:
         """The most key groups a task that may hold the hottest key owns at ``parallelism`` over
@@ -168,6 +223,8 @@ class KeySkew:
              "tested_parallelism": self.tested_parallelism, "tested_max_parallelism": self.tested_max_parallelism}
         if self.hot_groups:
             d.update(hot_modulus=self.hot_modulus, hot_groups=list(self.hot_groups))
+        if self.groups is not None:
+            d["key_groups_counted"] = len(self.groups.shares)
         return d
 
     @classmethod

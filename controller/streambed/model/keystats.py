@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from ..errors import UserError
 from . import keygroups
-from .keyskew import KeySkew, SkewChoice, more_pessimistic
+from .keyskew import GroupShares, KeySkew, SkewChoice, more_pessimistic
 
 RECORDED_KEY_GROUPS = keygroups.MAX_MAX_PARALLELISM
 """Key groups the statistics count records in: every power-of-two max parallelism up to it folds from them."""
@@ -268,9 +270,17 @@ def busiest_task_share(stats: KeyStatistics, parallelism: int, max_parallelism: 
 
 
 def key_skew(stats: KeyStatistics) -> KeySkew:
-    """The skew model's input from the data: its concentration H and its hottest key's share, exact for this
-    data set. The hottest key is known, so no fainter key hides behind it (policies' hidden_key reads 0)."""
-    return KeySkew(min(1.0, stats.concentration), min(1.0, stats.top_share(1)))
+    """The skew model's input from the data: its concentration H, its hottest key's share and, where the
+    keys were hashed, its records per key group (the busiest task's share then exact wherever they fold),
+    all exact for this data set. The hottest key is known, so no fainter key hides behind it (policies'
+    hidden_key reads 0)."""
+    groups = None
+    if stats.key_groups is not None and stats.records > 0:
+        counts = np.zeros(RECORDED_KEY_GROUPS)
+        for g, c in stats.key_groups.items():
+            counts[g] = c
+        groups = GroupShares(counts / stats.records)
+    return KeySkew(min(1.0, stats.concentration), min(1.0, stats.top_share(1)), groups=groups)
 
 
 def skews_with_data(inferred: Mapping[str, KeySkew], data: Iterable[KeyStatistics], parallelism: int,

@@ -68,7 +68,7 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
                    keys: Mapping[str, float] | None = None,
                    max_parallelism: int | None = None, measured_max_parallelisms: Iterable[int | None] = (),
                    trusted_slots: int | None = None, slots: int | None = None,
-                   ratio: float = PROBE_RATIO) -> tuple[str, ...]:
+                   counted: Iterable[str] = (), ratio: float = PROBE_RATIO) -> tuple[str, ...]:
     """What the plan of ``configuration`` rests on that the testbed did not observe, one line each:
 
     * a keyed operator planned at more than ``ratio`` x the widest it ran (``widest``, probes included):
@@ -85,15 +85,19 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
       worth): where the hash puts whole keys sets its busiest task, which no law predicts;
     * a job max parallelism (``max_parallelism``) no measured run had (``measured_max_parallelisms``):
       the model was fitted on other key groups;
-    * a budget beyond the model's trusted limit (``trusted_slots``)."""
+    * a budget beyond the model's trusted limit (``trusted_slots``).
+
+    A keyed operator in ``counted`` has its busiest task given by the data's key groups at this
+    configuration (KeySkew.exact): neither its skew nor its few keys a task are unseen."""
     keyed = set(keyed)
+    counted = set(counted)
     memory_bound = memory_bound or {}
     groups_per_task = groups_per_task or {}
     lines = []
     for op, p in configuration.items():
         seen = max(1, int(widest.get(op, 1)))
         wide = p > ratio * seen
-        if op in keyed and wide:
+        if op in keyed and wide and op not in counted:
             lines.append(f"{op}: key skew seen on at most {seen:,} tasks, planned on {p:,} (carried by the "
                          f"square-root law of model/keyskew.py, not measured)")
         spread = memory_bound.get(op, 1.0)
@@ -104,7 +108,7 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
         if heaviest > 0 and planned > HEAVIER * heaviest:
             lines.append(f"{op}: planned at {planned:,.0f} records/s on its busiest task; the heaviest a task of it "
                          f"took on the testbed at this memory was {heaviest:,.0f} (its state at that load not seen)")
-        if op in keyed and (keys or {}).get(op, 0.0) > 0 and keys[op] / p < FEW_KEYS:
+        if op in keyed and op not in counted and (keys or {}).get(op, 0.0) > 0 and keys[op] / p < FEW_KEYS:
             lines.append(f"{op}: about {keys[op]:,.0f} even keys' worth over {p:,} tasks ({keys[op] / p:.2g} a task): "
                          f"its busiest task holds whole keys where the hash puts them, planned as a typical hashing's "
                          f"busiest, which one draw in two may exceed; the data's "

@@ -435,12 +435,15 @@ class ResourceExplorer:
         rates = dict(self.final_metrics(ex, entry.memory_mb)[0].operators)
         keys = {op: 1.0 / r.key_skew.concentration for op, r in rates.items()
                 if r.keyed and r.key_skew is not None and r.key_skew.concentration > 0}
+        fixed = entry.max_parallelism or query.max_parallelism
+        counted = [op for op, p in entry.configuration.items() if op in rates and rates[op].key_skew is not None
+                   and rates[op].key_skew.exact(keygroups.max_parallelism(p, fixed))]
         unseen = caveats.unseen_reasons(
             entry.configuration, widest, query.keyed, memory_bound=self._memory_bound(ex),
             heavier=self.planned_loads(ex, entry, rate),
             groups_per_task=groups, keys=keys, max_parallelism=entry.max_parallelism,
             measured_max_parallelisms={p.max_parallelism for p in seen},
-            trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots)
+            trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots, counted=counted)
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
                                      caveats.unseen_risk(unseen))
         return replace(entry, unseen=unseen, risk=risk)

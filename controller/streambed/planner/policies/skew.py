@@ -126,8 +126,9 @@ def fewest_tasks(rates: OperatorRates, rate: float, limit: int, fixed: int | Non
 
 
 def located(rates: OperatorRates) -> bool:
-    """Whether the runs showed which key groups hold the operator's hot key (KeySkew.hot_groups)."""
-    return rates.key_skew is not None and bool(rates.key_skew.hot_groups)
+    """Whether the busiest task's share may rise and fall as tasks are added: the runs showed which key
+    groups hold the operator's hot key (KeySkew.hot_groups), or the data's key groups give it (exact)."""
+    return rates.key_skew is not None and (bool(rates.key_skew.hot_groups) or rates.key_skew.groups is not None)
 
 
 LOCATED_SCAN = 64

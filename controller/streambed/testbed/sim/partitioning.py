@@ -71,6 +71,16 @@ class KeyedStream:
         self._mass: dict[int, np.ndarray] = {}
         self._shares = lru_cache(maxsize=4096)(self._compute_shares)
 
+    @property
+    def weights(self) -> np.ndarray:
+        """Each key's share of the records."""
+        return self._weights
+
+    @property
+    def hashes(self) -> np.ndarray:
+        """Each key's hash (its group at m is hash mod m)."""
+        return self._hashes
+
     def max_parallelism(self, parallelism: int) -> int:
         """Key groups of the operator started at ``parallelism`` (the profile's, else Flink's default)."""
         return keygroups.max_parallelism(parallelism, self.fixed_max_parallelism)
