@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluate import OVER_TOLERANCE, finite, judged_plan, table
+from evaluate import OVER_TOLERANCE, data_key_statistics, finite, judged_plan, table
 
 PLAN, UNREACHABLE = "plan", "unreachable"
 MEMORY_MB = 4096
@@ -111,6 +111,8 @@ def main() -> int:
                         help="a section A run's evaluation.json: its rows are read instead of planning those cases again")
     parser.add_argument("--cases", default=None,
                         help="only these cases, comma-separated profile:multiple (e.g. q5:1.4); default: all")
+    parser.add_argument("--key-stats", action="store_true",
+                        help="plan with the data's key statistics (streambed sim keys, as plan --key-stats reads them)")
     args = parser.parse_args()
     try:
         cases = chosen_cases(args.cases)
@@ -134,7 +136,9 @@ def main() -> int:
         row = known.get((case.profile, float(case.multiple)))
         source = "section A run"
         if row is None:
-            row, source = judged_plan(out, case.profile, case.multiple), "planned here"
+            row, source = judged_plan(out, case.profile, case.multiple,
+                                      explorer=data_key_statistics(case.profile) if args.key_stats else None), \
+                "planned here" + (" with the data's key statistics" if args.key_stats else "")
         records.append(case_record(case, row, source))
     table("Issue 35's public cases (4 GB per slot), judged by the sim's truth",
           ("case", "rate, ev/s", "planned slots", "true minimum", "own MST / target", "verdict", "bar", "from"),

@@ -58,3 +58,6 @@ def test_sim_keys_refusals_are_one_line(tmp_path):
     assert "--out" in error_line(streambed("sim", "keys", "--profile", "q5", "--out", str(tmp_path), cwd=tmp_path))
     assert "--profile" in error_line(streambed("sim", "keys", "--profile", "nope", "--out", str(tmp_path / "k.json"),
                                                cwd=tmp_path))
+    (tmp_path / "a-file").write_text("")
+    assert "--out: cannot write" in error_line(streambed("sim", "keys", "--profile", "q5", "--out",
+                                                         str(tmp_path / "a-file" / "k.json"), cwd=tmp_path))

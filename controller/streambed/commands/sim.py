@@ -230,8 +230,11 @@ def cmd_sim_keys(args, out: Output) -> None:
     result = key_statistics(profile)
     if not result.operators:
         raise UserError(f"--profile: {profile.name} has no keyed operator")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    result.write(args.out)
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        result.write(args.out)
+    except OSError as e:
+        raise UserError(f"--out: cannot write {args.out} ({e.strerror or e})") from None
     out.table(f"keys of {profile.name}'s keyed operators (the profile's key distributions; no data set)",
               ["operator", "distinct keys", "top 1", f"top {keystats.TOP_KEYS}", "concentration H"],
               [[s.operator, f"{s.distinct_keys:,}", f"{s.top_share(1):.2%}", f"{s.top_share(keystats.TOP_KEYS):.2%}",
