@@ -107,6 +107,14 @@ def test_unseen_names_an_operator_planned_with_few_keys_a_task():
     assert caveats.unseen_reasons({"m": 1437}, {"m": 1437}, set(), keys={"m": 3000.0}) == ()  # not keyed
 
 
+def test_unseen_leaves_out_the_skew_the_data_s_key_groups_count():
+    both = caveats.unseen_reasons({"w": 1437}, {"w": 1}, {"w"}, keys={"w": 3000.0})
+    assert len(both) == 2  # skew not seen at scale, few keys a task
+    assert caveats.unseen_reasons({"w": 1437}, {"w": 1}, {"w"}, keys={"w": 3000.0}, counted={"w"}) == ()
+    memory = caveats.unseen_reasons({"w": 1437}, {"w": 1}, {"w"}, memory_bound={"w": 2.0}, counted={"w"})
+    assert len(memory) == 1 and "between the memories" in memory[0]  # the data counts keys, not state
+
+
 def test_unseen_says_when_the_configuration_sets_key_groups_the_model_never_ran():
     lines = caveats.unseen_reasons({"w": 4}, {"w": 4}, {"w"}, max_parallelism=4096, measured_max_parallelisms={None})
     assert any("max parallelism to 4,096" in x for x in lines)
