@@ -65,6 +65,11 @@ def register(sub) -> None:
     output_options(sp)
     sp.set_defaults(func=cmd_sim_run)
 
+    _register_generated(simsub)
+
+
+def _register_generated(simsub) -> None:
+    """The commands that write files a campaign reads: the data's key statistics, generated profiles."""
     sp = simsub.add_parser("keys", help="the key statistics of the data a profile models, as `streambed data keys` "
                                         "writes them for `plan --key-stats` (a stand-in: the sim has no data set)")
     sp.add_argument("--profile", required=True, help="shipped profile name (q1, q5, ...) or YAML path")
@@ -79,6 +84,7 @@ def register(sub) -> None:
     sp.add_argument("--out", required=True, type=Path, help="directory for the YAML files")
     output_options(sp)
     sp.set_defaults(func=cmd_sim_generate)
+
 
 def cmd_sim_profiles(args, out: Output) -> None:
     from ..testbed.sim.profile import load_profile, shipped_profiles
