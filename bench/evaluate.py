@@ -724,9 +724,7 @@ def data_key_statistics(path: str) -> dict:
     writes them for ``plan --key-stats`` (the sim's stand-in for Spark's count of a replayed data set)."""
     from streambed.testbed.sim.keys import key_statistics
 
-    profile = load_profile(path)
-    keyed = profile.query().keyed
-    return {"key_statistics": tuple(s for s in key_statistics(profile).operators if s.operator in keyed)}
+    return {"key_statistics": key_statistics(load_profile(path)).operators}
 
 
 def generated_case(out_dir: Path, path: str, multiple: float, seed: int, key_stats: bool = False) -> dict:
@@ -831,9 +829,9 @@ def section_g(out_dir: Path, count: int, profile_seed: int, jobs: int = 1, seed:
                    own_model_mst=e["own_model_mst"], max_parallelism=e["max_parallelism"],
                    configuration=e["configuration"], true_min_configuration=e["true_min_configuration"],
                    key_warning=e["key_warning"], limit=e["limit"], beyond_trusted=e.get("beyond_trusted", False))
+    with_keys = ", with the data's key statistics" if key_stats else ""
     table(f"G. {count} generated profiles (seed {profile_seed}) at {'/'.join(f'{m:g}' for m in GENERATED_MULTIPLES)}x "
-          f"the 48-slot MST{', with the data' + chr(39) + 's key statistics' if key_stats else ''}, judged by each "
-          f"plan's own configuration",
+          f"the 48-slot MST{with_keys}, judged by each plan's own configuration",
           ("profile", "x", "MB", "rate, ev/s", "planned", "true min", "own MST / target", "slots / true min",
            "verdict", "own bottleneck"),
           [(r["profile"], f"{r['multiple']:g}", r["memory_mb"], r["rate"], r["planned_slots"] or "unreachable",

@@ -46,9 +46,7 @@ def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings:
                 reselect: bool = False, key_stats: bool = False) -> list[dict]:
     profile = load_profile(profile_path)
     if key_stats:  # the data's key statistics, as `streambed sim keys` writes them for --key-stats
-        query_keyed = SimTestbed(profile, SimSettings(seed=0, max_slots=TESTBED_SLOTS)).query(profile.name).keyed
-        explorer_settings = {**(explorer_settings or {}), "key_statistics": tuple(
-            s for s in key_statistics(profile).operators if s.operator in query_keyed)}
+        explorer_settings = {**(explorer_settings or {}), "key_statistics": key_statistics(profile).operators}
     ex = Exploration.from_dict(json.loads((case_dir / "exploration.json").read_text()))
     memories = sorted(int(m) for m in row["memories"])
     timing = "paper-complex" if any(o.kind == "join" for o in profile.operators) or any(

@@ -134,7 +134,7 @@ class ResourceExplorer:
         (configured_slots). The search's cost (Eq. 9) reads the MSTs as measured.
         The gain reads the key skew by its law, not by the data's counted key groups (KeySkew.groups):
         those would add their hashing at 32,768 groups, a jitter from budget to budget for the families to fit
-        (section E's few-keys probe: the split then chose a family that planned 1.7 x its minimum at 3 x)."""
+        (section E's few-keys probe: the split then chose a family that planned 1.7-2.2 x its minimum at 3 x)."""
         points = list(ex.points if points is None else points)
         if not self.optimizer.query.keyed:
             return [p.observation() for p in points]

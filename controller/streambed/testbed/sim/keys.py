@@ -20,10 +20,13 @@ RECORDS = 10**12
 
 
 def key_statistics(profile: SimProfile, records: int = RECORDS) -> DataKeyStatistics:
-    """Per keyed operator of ``profile``: its keys' records, distinct keys, concentration, heaviest keys and
-    records per key group of RECORDED_KEY_GROUPS, as the Spark job writes them."""
+    """Per keyed operator of ``profile``'s query (a hash input): its keys' records, distinct keys,
+    concentration, heaviest keys and records per key group of RECORDED_KEY_GROUPS, as the Spark job writes them."""
     operators = []
+    keyed = profile.query().keyed
     for name, stream in keyed_streams(profile).items():
+        if name not in keyed:
+            continue
         counts = np.rint(stream.weights * records).astype(np.int64)
         groups = np.rint(key_group_mass(counts.astype(np.float64), stream.hashes, RECORDED_KEY_GROUPS)).astype(np.int64)
         top = np.argsort(-counts, kind="stable")[:TOP_KEYS]
