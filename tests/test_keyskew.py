@@ -2,6 +2,7 @@
 concentration read from per-task input records."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -263,24 +264,33 @@ def test_runs_with_the_jobs_own_key_groups_are_read_with_them():
     assert default.concentration > 10 * skew.concentration + 1e-5 and default.hottest > 5e-3
 
 
-def test_key_group_gain_is_what_flinks_default_key_groups_cost_a_measured_configuration():
+def test_configuration_gain_is_what_the_plans_configuration_predicts_over_the_measured_one():
+    """A measured budget read as the plan would configure it: Flink's default key groups cost the point's
+    configuration what their steps take, and an operator the explorer gave too few tasks what it starved;
+    a point that ran the plan's own configuration with the finest key groups gains nothing."""
     from streambed.planner.exploration import ExplorationPoint
     from streambed.planner.policies import policy_named
-    from streambed.planner.sizing import key_group_gain
+    from streambed.planner.sizing import configuration_gain
     window = OperatorRates(200_000.0, 1.0, keyed=True, measured_parallelism=37, key_skew=KeySkew(1e-7))
     metrics = SingleTaskMetrics("w", 4096, (("Calc#1", OperatorRates(2e6, 1.0)), ("W", window)))
     policy = policy_named("bids2-skew")
 
-    def point(tasks: int, max_parallelism: int | None = None) -> ExplorationPoint:
-        return ExplorationPoint(4096, tasks + 4, 1.0, {"Calc#1": 4, "W": tasks}, 0, 0, 0, "search",
+    def point(calc: int, tasks: int, max_parallelism: int | None = None) -> ExplorationPoint:
+        return ExplorationPoint(4096, calc + tasks, 1.0, {"Calc#1": calc, "W": tasks}, 0, 0, 0, "search",
                                 max_parallelism=max_parallelism)
 
-    # 128 default key groups over 37 tasks: the busiest owns 4, 1.16 x the mean's 3.46
-    assert key_group_gain(policy, metrics, point(37)) == pytest.approx(4 / (128 / 37), rel=0.01)
-    assert key_group_gain(policy, metrics, point(32)) == pytest.approx(1.0, abs=0.01)  # 4 groups each
-    assert key_group_gain(policy, metrics, point(37, 32768)) == pytest.approx(1.0, abs=0.01)  # set: no steps
+    # 128 default key groups over 37 tasks: the busiest owns 4, 1.16 x the mean's 3.46; 41 slots are
+    # best configured as they ran (4 map tasks carry 8 M events/s, 37 window tasks 7.4 M)
+    assert configuration_gain(policy, metrics, point(4, 37)) == pytest.approx(4 / (128 / 37), rel=0.01)
+    assert configuration_gain(policy, metrics, point(4, 32)) == pytest.approx(1.0, abs=0.01)  # 4 groups each
+    assert configuration_gain(policy, metrics, point(4, 37, 32768)) == pytest.approx(1.0, abs=0.01)  # set: no steps
+    # one map task starved the same 41 slots: 2 M events/s where the plan's configuration predicts 7.4 M
+    assert configuration_gain(policy, metrics, point(1, 40, 32768)) == pytest.approx(7.4e6 / 2e6, rel=0.01)
     plain = SingleTaskMetrics("m", 4096, (("Calc#1", OperatorRates(2e6, 1.0)), ("M", OperatorRates(2e5, 1.0))))
-    assert key_group_gain(policy, plain, ExplorationPoint(4096, 41, 1.0, {"Calc#1": 4, "M": 37}, 0, 0, 0, "search")) == 1.0
+    run = ExplorationPoint(4096, 41, 1.0, {"Calc#1": 4, "M": 37}, 0, 0, 0, "search")
+    assert configuration_gain(policy, plain, run) == 1.0
+    assert configuration_gain(policy, plain, replace(run, configuration={"Calc#1": 2, "M": 39})) == pytest.approx(
+        7.4e6 / 4e6, rel=0.01)
 
 
 def _hot_stream(seed):

@@ -47,7 +47,7 @@ from .probes import (LOAD_PROBE_GAIN, load_probe_configuration, load_probe_targe
 from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
-from .sizing import (MEASURE_NEXT, Solve, configured_slots, efficiency, guarded_solve, hidden_keys, key_group_gain,
+from .sizing import (MEASURE_NEXT, Solve, configured_slots, efficiency, guarded_solve, hidden_keys, configuration_gain,
                      key_warning, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
                      risk_of, trusted_slots)
 from .surrogates import bootstrap_fits, fit, predictions
@@ -127,17 +127,20 @@ class ResourceExplorer:
 
     def observations(self, ex: Exploration, points: Sequence[ExplorationPoint] | None = None) -> list[Observation]:
         """The measurements (``points``, D's by default) as the surrogate models read them (*deviation*
-        from section VI, Eq. 6-8): each MST times its configuration's key-group gain (sizing.key_group_gain).
-        A testbed's runs use Flink's default key groups, whose steps (128 groups over 37 tasks: the busiest
-        owns 4, the mean 3.46) bend the MSTs down as the testbed's budgets grow, and a family fitted on that
-        bend carries it far beyond; a plan sets its own key groups and checks them in its last pass
-        (configured_slots). The search's cost (Eq. 9) reads the MSTs as measured.
+        from section VI, Eq. 6-8): each MST times its configuration gain (sizing.configuration_gain), what
+        the configuration the plan would give that budget predicts over the one it ran, both on the plan's
+        metrics. Two things bend the raw MSTs. Flink's default key groups: their steps (128 groups over 37
+        tasks: the busiest owns 4, the mean 3.46) bend them down as the testbed's budgets grow, and a family
+        fitted on that bend carries it far beyond. And the explorer's configurations: configured from the
+        single-task metrics, an operator whose rate the larger runs read lower got too few tasks, and the
+        budgets it starved read flat (held-out `gen-20261202-0015` at 4 GB: 30-48 slots at 9.9-10.3 M events/s,
+        one aggregate task; configured as the plan configures them, 11.3-19.6 M). A plan sets its own key
+        groups and configuration and checks them in its last pass (configured_slots). The search's cost
+        (Eq. 9) reads the MSTs as measured.
         The gain reads the key skew by its law, not by the data's counted key groups (KeySkew.groups):
         those would add their hashing at 32,768 groups, a jitter from budget to budget for the families to fit
         (section E's few-keys probe: the split then chose a family that planned 1.7-2.2 x its minimum at 3 x)."""
         points = list(ex.points if points is None else points)
-        if not self.optimizer.query.keyed:
-            return [p.observation() for p in points]
         policy, metrics, out = self.optimizer.policy, {}, []
         for p in points:
             if p.memory_mb not in metrics:
@@ -145,7 +148,7 @@ class ResourceExplorer:
                 metrics[p.memory_mb] = m.with_key_skew({n: replace(r.key_skew, groups=None) for n, r in m.operators
                                                         if r.key_skew is not None and r.key_skew.groups is not None})
             o = p.observation()
-            out.append(replace(o, mst=o.mst * key_group_gain(policy, metrics[p.memory_mb], p)))
+            out.append(replace(o, mst=o.mst * configuration_gain(policy, metrics[p.memory_mb], p)))
         return out
 
     def features(self, ex: Exploration) -> Features:

@@ -130,13 +130,19 @@ def predictor(policy, metrics: SingleTaskMetrics) -> Callable[[ExplorationPoint]
     return predict
 
 
-def key_group_gain(policy, metrics: SingleTaskMetrics, point: ExplorationPoint) -> float:
-    """How much more the policy predicts for a measured point's configuration with the finest key groups
-    (Flink's 32,768) than with the max parallelism that point ran with: 1 where its key groups cost it
-    nothing (Flink's default of 128 over 37 tasks gives the busiest 4 of them where the mean owns 3.46)."""
+def configuration_gain(policy, metrics: SingleTaskMetrics, point: ExplorationPoint) -> float:
+    """How much more the policy predicts, on the plan's ``metrics``, for the configuration it would give a
+    measured point's budget (with the finest key groups, Flink's 32,768) than for the configuration that
+    point ran: at least 1, and 1 where the point ran the plan's own choice. Two things make it more. The
+    point's key groups: Flink's default of 128 over 37 tasks gives the busiest 4 where the mean owns 3.46.
+    Its configuration: the explorer configured each budget from the single-task metrics (section VI), and
+    an operator whose rate the larger runs read lower (a window whose state outgrows the slot:
+    model/loadrate.py) got too few tasks, so that budget's MST is that operator's, not the budget's."""
     ran = predictor(policy, metrics)(point)
-    fine = policy.predict(replace(metrics, max_parallelism=keygroups.MAX_MAX_PARALLELISM), point.configuration)
-    return fine / ran if ran > 0 else 1.0
+    best = policy.configure(replace(metrics, max_parallelism=keygroups.MAX_MAX_PARALLELISM), point.slots)
+    if ran <= 0 or not math.isfinite(ran) or not math.isfinite(best.predicted_rate):
+        return 1.0
+    return max(1.0, best.predicted_rate / ran)
 
 
 def spread(slots: int) -> float:
