@@ -136,11 +136,15 @@ class ResourceExplorer:
         budgets it starved read flat (held-out `gen-20261202-0015` at 4 GB: 30-48 slots at 9.9-10.3 M events/s,
         one aggregate task; configured as the plan configures them, 11.3-19.6 M). A plan sets its own key
         groups and configuration and checks them in its last pass (configured_slots). The search's cost
-        (Eq. 9) reads the MSTs as measured.
+        (Eq. 9) reads the MSTs as measured, and so do the models of a query without keyed operators (its
+        configurations barely move with the plan's metrics; `fit` on its recorded MSTs, which has no
+        per-operator rates, then gives the same model).
         The gain reads the key skew by its law, not by the data's counted key groups (KeySkew.groups):
         those would add their hashing at 32,768 groups, a jitter from budget to budget for the families to fit
         (section E's few-keys probe: the split then chose a family that planned 1.7-2.2 x its minimum at 3 x)."""
         points = list(ex.points if points is None else points)
+        if not self.optimizer.query.keyed:  # read as measured: `fit` on its recorded MSTs gives the same model
+            return [p.observation() for p in points]
         policy, metrics, out = self.optimizer.policy, {}, []
         for p in points:
             if p.memory_mb not in metrics:
