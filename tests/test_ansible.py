@@ -49,6 +49,7 @@ def _pyflink_available() -> bool:
 
 
 def test_ansible_lint_offline():
+    """The whole directory: every role and site.yml (ansible-lint finds them itself)."""
     lint = VENV_BIN / "ansible-lint"
     if not lint.exists():
         pytest.skip("ansible-lint is not installed in this environment (pip install -e '.[test]')")

@@ -44,7 +44,6 @@ ANSIBLE_DIR = REPO / "ansible"
 PLAYBOOK = ANSIBLE_DIR / "site.yml"
 EXAMPLES = REPO / "inventories" / "examples"
 VENV_BIN = Path(sys.executable).parent
-NEW_ROLES = ["java", "node_exporter", "spark", "kafka", "grafana"]
 
 NODE_EXPORTER_PORT = 19100
 PROMETHEUS_PORT = 19190
@@ -106,18 +105,6 @@ class Deployment:
 
 
 # ------------------------------------------------------------------------------ lint and syntax
-
-
-def test_ansible_lint_offline_passes_for_every_role_and_site_yml():
-    lint = VENV_BIN / "ansible-lint"
-    if not lint.exists():
-        pytest.skip("ansible-lint is not installed in this environment (pip install -e '.[test]')")
-    targets = [f"roles/{r}" for r in NEW_ROLES + ["prometheus"]] + ["site.yml"]
-    proc = subprocess.run([str(lint), "--offline", "--nocolor", *targets], cwd=ANSIBLE_DIR, env=_env(),
-                          capture_output=True, text=True, timeout=300)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    assert "0 failure(s), 0 warning(s)" in out and "Profile 'production' was required, and it passed" in out, out
 
 
 @pytest.mark.parametrize("platform", ["ec2", "grid5000", "cloudlab"])
