@@ -525,3 +525,58 @@ def test_key_group_steps_on_the_testbed_do_not_bend_the_model(tmp_path):
     least = truth.least_budget(rate, 4096)[0]
     own = truth.configuration_mst(Configuration.of(opt.query, entry.configuration, entry.max_parallelism), 4096).mst
     assert own >= rate and entry.slots <= 1.25 * least
+
+
+class _ShortEstimator:
+    """An estimator whose every measurement reads ``share`` of what the model predicted: a model refuted at
+    each budget it proposes."""
+
+    def __init__(self, share):
+        self.share, self.budgets = share, []
+
+    def estimate(self, query, budget, configuration, label):
+        from types import SimpleNamespace
+
+        self.budgets.append((budget.slots, budget.memory_mb))
+        mst = self.share * self.predicted
+        d = {"mst": mst, "testbed_seconds": 60.0, "windows": [], "measurement": None}
+        return SimpleNamespace(mst=mst, to_dict=lambda: d)
+
+
+def test_a_plan_the_testbed_holds_is_measured_and_the_measurement_decides(tmp_path):
+    """Within the testbed the plan's own configuration is measured (confirm): a confirmed plan stays; one
+    refuted confirm_rounds times gives way to the smallest budget D measured at the rate, in the
+    configuration measured there; with none, the plan says so and its risk is 1."""
+    from dataclasses import replace as with_
+
+    ex_, ledger, est = explorer(tmp_path, max_slots=600)
+    ex_.settings = with_(ex_.settings, bootstrap_samples=50)
+    with ledger:
+        ex = ex_.explore([4096])
+        rate = 0.5 * max(p.mst for p in ex.points)
+        first = ex_.plan(ex, rate, [4096]).entry(4096)
+        assert first.slots < 600
+        confirmed = ex_.confirmed_plan(ex, rate, [4096], est).entry(4096)
+    # the linear profile's model is right: one measurement confirms it, nothing moves
+    confirms = [p for p in ex.points if p.phase == "confirm"]
+    assert [(p.slots, p.memory_mb) for p in confirms] == [(first.slots, 4096)] and confirms[0].mst >= rate
+    assert confirmed.slots == first.slots and "measured on the testbed at" in confirmed.configured_from
+
+    ex.points = [p for p in ex.points if p.phase != "confirm"]
+    short = _ShortEstimator(0.5)
+    short.predicted = rate
+    refuted = ex_.confirmed_plan(ex, rate, [4096], short).entry(4096)
+    assert len(short.budgets) == ex_.settings.confirm_rounds
+    held = min((p for p in ex.points if p.phase != "confirm" and p.mst >= rate), key=lambda p: p.slots)
+    assert (refuted.slots, refuted.configuration, refuted.predicted_mst) == (held.slots, held.configuration, held.mst)
+    assert refuted.configured_from.startswith("measured on the testbed")
+
+    # no budget measured the rate (D without its budgets that did): the model's entry stays, saying so,
+    # at a risk of 1
+    ex.points = [p for p in ex.points if p.phase != "confirm" and p.mst < rate]
+    short.budgets, short.share = [], 0.97  # just short: the refitted model stays within the testbed
+    entry = ex_.confirmed_plan(ex, rate, [4096], short).entry(4096)
+    assert len(short.budgets) == ex_.settings.confirm_rounds and ex_.holds(entry)
+    assert entry.risk == 1.0 and any("no budget of 4096 MB measured the rate" in u for u in entry.unseen)
+    ex_.settings = with_(ex_.settings, confirm_rounds=0)
+    assert ex_.confirmed_plan(ex, rate, [4096], short).entry(4096).slots == ex_.plan(ex, rate, [4096]).entry(4096).slots

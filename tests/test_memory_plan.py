@@ -126,8 +126,16 @@ def test_a_memory_bound_plan_with_memory_per_operator_uses_less_than_the_best_si
     profile, rate = memory_bound_profile(), 150_000.0
     request = PlanningRequest(profile.name, rate, max_measurements=8, options={"timing": "quick"})
     planner = planner_named("streambed")
-    sizing = planner.plan(planner.explore(SimTestbed(profile, SimSettings(max_slots=16)), request), request)
+    evidence = planner.explore(SimTestbed(profile, SimSettings(max_slots=16)), request)
+    sizing = planner.plan(evidence, request)
     assert sizing.memory_by_operator and sizing.memory_by_operator["m"] < sizing.memory_by_operator["agg"]
+    # the testbed holds the plan: its split was measured there (ResourceExplorer.confirm_memory), and held
+    confirmed = [c for c in evidence.exploration.confirmations if c.memory_by_operator == sizing.memory_by_operator]
+    assert [c.slots for c in confirmed] == [sizing.slots] and confirmed[0].mst >= rate
+    # a split measured short is not planned: its entry keeps one memory per slot
+    confirmed[0].mst = 0.9 * rate
+    assert planner.plan(evidence, request).memory_by_operator is None
+    confirmed[0].mst = rate
     configuration = Configuration.of(profile.query(), dict(sizing.configuration))
     truth = OperatorMemoryTruth(profile, sizing.memory_by_operator).configuration_mst(configuration, sizing.memory_mb)
     assert truth.mst >= rate  # the plan holds, each operator's tasks on their own memory

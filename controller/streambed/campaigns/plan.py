@@ -92,12 +92,16 @@ def run_plan(testbed: Testbed, ledger: Ledger, request: PlanRequest, out_dir: Pa
             on_point(p)
         if staged_points:
             plan = explorer.plan(exploration, target, memories)
+    if explorer.settings.confirm_rounds and any(explorer.holds(e) for e in plan.entries):
+        plan = explorer.confirmed_plan(exploration, target, memories, estimator, on_point)
+    if request.memory_per_operator:
+        for p in explorer.confirm_memory(exploration, with_memory_per_operator(plan, explorer, exploration), estimator):
+            on_point(p)
+        plan = with_memory_per_operator(plan, explorer, exploration)
     # Counted after the plan: its last BIDS2 pass may need the single-task run of a profile D never
     # measured, which is an estimate too (the paper's #CE and testbed time include it).
     exploration.estimator_calls = sum(e.calls for e in chain.estimators)
     exploration.testbed_seconds = sum(e.testbed_seconds for e in chain.estimators)
-    if request.memory_per_operator:
-        plan = with_memory_per_operator(plan, explorer, exploration)
     plan = replace(plan, catch_up=catch)
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,9 @@ class ExplorerSettings:
     beyond_trusted: str = "agree"
     """Where a plan beyond the model's trusted range starts (caveats.beyond_trusted_start); "off": such a rate is
     unreachable, as the guard rails alone say."""
+    confirm_rounds: int = 3
+    """A plan the testbed can hold is measured in its own configuration (ResourceExplorer.confirm) and, where
+    short of the rate, made again with that measurement in D, at most this many times; 0: never measured."""
     probes: bool = True
     """Skew probes (ResourceExplorer.probe): a keyed operator planned far wider than the testbed ran it is
     measured at the testbed's widest before the plan trusts its key skew."""
@@ -57,6 +60,8 @@ PROBE = "probe"
 """The phase of a skew probe (ResourceExplorer.probe, planner/probes.py)."""
 LOAD_PROBE = "load-probe"
 """The phase of a load probe (ResourceExplorer.probe, planner/probes.py): one keyed operator on one task."""
+CONFIRM = "confirm"
+"""The phase of a plan's own configuration measured on the testbed that holds it (ResourceExplorer.confirm)."""
 
 
 @dataclass
@@ -71,7 +76,8 @@ class ExplorationPoint:
     testbed_seconds: float
     phase: str
     """corner, search, checkpoint (a staged measurement beyond the testbed, ResourceExplorer.checkpoint),
-    probe (a skew probe) or load-probe (a load probe, ResourceExplorer.probe)."""
+    probe (a skew probe), load-probe (a load probe, ResourceExplorer.probe) or confirm (a plan's own
+    configuration, ResourceExplorer.confirm)."""
     trace: list[dict] = field(default_factory=list)
     """The estimate's windows: target, achieved, success, bounds and times (for Fig. 6-like plots)."""
     source_limited: bool = False
@@ -88,6 +94,8 @@ class ExplorationPoint:
     testbed does not read it)."""
     probed: str | None = None
     """The operator a probe measured (None for every other point)."""
+    memory_by_operator: dict[str, int] | None = None
+    """A confirmation of a plan with memory per operator: each named operator's memory per slot (MB)."""
 
     @classmethod
     def of(cls, result: OptimizerResult, phase: str) -> "ExplorationPoint":
@@ -106,7 +114,8 @@ class ExplorationPoint:
         return {"mst": self.mst, "windows": self.trace}
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "probed" or v is not None}  # only a probe names one
+        # only a probe names an operator, only a plan's confirmation memory per operator
+        return {k: v for k, v in self.__dict__.items() if k not in ("probed", "memory_by_operator") or v is not None}
 
 
 def cpu_disturbance(estimate: dict) -> tuple[int, float]:
@@ -146,6 +155,9 @@ class Exploration:
     """Skew probes (ResourceExplorer.probe): a keyed operator alone at the testbed's widest, the others at
     one task. Their per-task input records feed the skew model; they are not points of D (their
     configurations are not the policy's), so no model is fitted on them."""
+    confirmations: list[ExplorationPoint] = field(default_factory=list)
+    """A plan's memory per operator measured on the testbed that holds it (ResourceExplorer.confirm_memory):
+    not points of D (their slots do not share one memory)."""
 
     def observations(self) -> list[Observation]:
         return [p.observation() for p in self.points]
@@ -156,7 +168,8 @@ class Exploration:
         return cls([ExplorationPoint(**p) for p in d["points"]], d.get("stop_reason", ""), dict(d.get("loocv_rmse", {})),
                    dict(d.get("split_rmse", {})), d.get("family", ""), d.get("selection", ""), dict(d["model"]),
                    d.get("optimizer_calls", 0), d.get("estimator_calls", 0), d.get("testbed_seconds", 0.0),
-                   [ExplorationPoint(**p) for p in d.get("probes", ())])
+                   [ExplorationPoint(**p) for p in d.get("probes", ())],
+                   [ExplorationPoint(**p) for p in d.get("confirmations", ())])
 
     def to_dict(self) -> dict:
         d = {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
@@ -166,5 +179,7 @@ class Exploration:
              "testbed_seconds": self.testbed_seconds}
         if self.probes:  # only when measured: an exploration without probes is recorded as before
             d["probes"] = [p.to_dict() for p in self.probes]
+        if self.confirmations:
+            d["confirmations"] = [p.to_dict() for p in self.confirmations]
         return d
 

@@ -94,7 +94,11 @@ def with_memory_per_operator(plan: Plan, explorer: ResourceExplorer, exploration
         chosen = operator_memory(by_memory, e.configuration, plan.rate, e.memory_mb,
                                  margin=plan.safety if plan.risk is None else 1.0, busiest_share=shares,
                                  seen_loads=seen, keyed=explorer.optimizer.query.keyed)
-        entries.append(replace(e, memory_by_operator=chosen) if any(mb < e.memory_mb for mb in chosen.values()) else e)
+        # a confirmation on the testbed (ResourceExplorer.confirm_memory) that measured this split short refutes it
+        refuted = any(c.mst < plan.rate and c.configuration == e.configuration and c.memory_by_operator == chosen
+                      for c in exploration.confirmations)
+        entries.append(replace(e, memory_by_operator=chosen)
+                       if any(mb < e.memory_mb for mb in chosen.values()) and not refuted else e)
     return replace(plan, entries=tuple(entries))
 
 
@@ -131,6 +135,11 @@ class StreamBedPlanner:
             exploration = explorer.explore(memories)
             # skew probes for the keyed operators the plan runs far wider than D did (planner/probes.py)
             explorer.probe(exploration, explorer.plan(exploration, request.rate, memories), estimator)
+            # a plan the testbed holds is measured, and so is its memory per operator (planner/explorer.py);
+            # evidence gathered for no rate in particular has no plan to measure
+            if request.rate > 0:
+                plan = explorer.confirmed_plan(exploration, request.rate, memories, estimator)
+                explorer.confirm_memory(exploration, with_memory_per_operator(plan, explorer, exploration), estimator)
             # the plan's last pass reads a memory's single-task run where D sustained nothing with it:
             # measured now, so that plan() never touches the testbed
             for m in memories:
