@@ -567,6 +567,8 @@ def test_a_plan_the_testbed_holds_is_measured_and_the_measurement_decides(tmp_pa
     short.predicted = rate
     refuted = ex_.confirmed_plan(ex, rate, [4096], short).entry(4096)
     assert len(short.budgets) == ex_.settings.confirm_rounds
+    # each budget measured short is followed by a larger one (the model's next answer, or grown by the shortfall)
+    assert all(a[0] < b[0] for a, b in zip(short.budgets, short.budgets[1:])), short.budgets
     held = min((p for p in ex.points if p.phase != "confirm" and p.mst >= rate), key=lambda p: p.slots)
     assert (refuted.slots, refuted.configuration, refuted.predicted_mst) == (held.slots, held.configuration, held.mst)
     assert refuted.configured_from.startswith("measured on the testbed")
@@ -580,3 +582,12 @@ def test_a_plan_the_testbed_holds_is_measured_and_the_measurement_decides(tmp_pa
     assert entry.risk == 1.0 and any("no budget of 4096 MB measured the rate" in u for u in entry.unseen)
     ex_.settings = with_(ex_.settings, confirm_rounds=0)
     assert ex_.confirmed_plan(ex, rate, [4096], short).entry(4096).slots == ex_.plan(ex, rate, [4096]).entry(4096).slots
+
+
+def test_a_budget_measured_short_grows_by_its_shortfall_and_the_safety_factor():
+    from streambed.planner.sizing import confirm_step
+
+    assert confirm_step(35, 587_199, 598_335, 1.10) == 40  # ceil(35 x 1.10 x 1.019)
+    assert confirm_step(100, 50.0, 100.0, 1.0) == 200
+    assert confirm_step(10, 99.99, 100.0, 1.0) == 11  # at least one slot more
+    assert confirm_step(10, 0.0, 100.0, 1.1) == 20  # nothing measured: twice the slots

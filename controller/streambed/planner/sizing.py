@@ -302,3 +302,11 @@ def plans_by_family(obs: Sequence[Observation], features: Features, families: Se
             out[f] = None
     return out
 
+
+def confirm_step(slots: int, measured: float, rate: float, safety: float) -> int:
+    """The budget to measure next after ``slots`` measured ``measured`` events/s, short of ``rate``: grown
+    by the shortfall with the plan's ``safety`` factor, as a slot's worth stays what that budget showed
+    (the local slope through the origin, a secant to the measured curve), and at least one slot more."""
+    if measured <= 0:
+        return 2 * slots
+    return max(slots + 1, math.ceil(slots * safety * rate / measured))
