@@ -655,8 +655,7 @@ class ResourceExplorer:
         its plans lay beyond its testbed). Within the testbed the model only interpolates, but between
         few points: on a 2,000-slot testbed q8 at 2 GB was planned on 113 slots between runs of 9 and
         305, and its configuration sustained 0.83 of the rate by the truth. The measurement joins D
-        (phase CONFIRM), so the plan made again fits it; an entry measured short is then planned anew
-        (ResourceExplorer.confirmed_plan)."""
+        (phase CONFIRM), so the plan made again fits it; an entry measured short grows (_measured)."""
         query, new = self.optimizer.query, []
         for e in plan.entries:
             if not self.holds(e) or any(p.phase == CONFIRM and p.memory_mb == e.memory_mb and p.slots == e.slots
@@ -679,8 +678,7 @@ class ResourceExplorer:
         """The plan, with every entry the testbed holds measured (confirm) and made again with the
         measurements in D until no entry moves to a budget not yet measured, at most
         ExplorerSettings.confirm_rounds times; then the measurements decide (_measured). A measurement
-        above the model's prediction moves the plan down, one below moves it up: q5 at 4 GB on a
-        2,000-slot testbed went 64, 32, 27 slots, each measured at the rate or more."""
+        above the model's prediction moves the plan down, one below moves it up."""
         plan = self.plan(ex, rate, memories)
         for _ in range(self.settings.confirm_rounds):
             points = self.confirm(ex, plan, estimator)
