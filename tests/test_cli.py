@@ -676,7 +676,7 @@ def _without_paths(result: dict) -> dict:
 
 
 def test_a_campaign_killed_anywhere_resumes_to_the_uninterrupted_plan(tmp_path):
-    """SIGKILL after 3, 17 and 40 recorded steps (of 48), one campaign each, and once more in the middle
+    """SIGKILL after 3, 17 and 40 recorded steps (of 68), one campaign each, and once more in the middle
     of a resume: every resumed result equals the uninterrupted one, field by field. The sim's draws
     follow the campaign seed and each run's ordinal; a resume re-runs the recorded steps on the sim."""
     whole = _without_paths(json_result(streambed(*RESUMED, "--campaign-dir", "u", cwd=tmp_path)))
