@@ -368,24 +368,24 @@ class ResourceExplorer:
         and a risk of 1."""
         if not self.holds(entry):
             return entry
-        confirms = {p.slots: p for p in ex.points if p.phase == CONFIRM and p.memory_mb == entry.memory_mb}
-        model_slots, tried = entry.slots, set()
-        while entry.slots in confirms and confirms[entry.slots].mst < rate and entry.slots not in tried:
+        confirms = sum(p.phase == CONFIRM and p.memory_mb == entry.memory_mb for p in ex.points)
+        first, model_slots, tried = self.measured_mst(ex, entry), entry.slots, set()
+        mst = first
+        while mst is not None and mst < rate and entry.slots not in tried:
             tried.add(entry.slots)
-            grown = confirm_step(entry.slots, confirms[entry.slots].mst, rate, self.settings.safety)
+            grown = confirm_step(entry.slots, mst, rate, self.settings.safety)
             if grown > self.info.max_slots:
                 break
             entry = self._configured_entry(ex, entry, grown)
-        if entry.slots in confirms and confirms[entry.slots].mst >= rate:
-            return replace(entry, configured_from=f"{entry.configured_from}; measured on the testbed at "
-                                                  f"{confirms[entry.slots].mst:,.0f} events/s")
-        if len(confirms) < self.settings.confirm_rounds and entry.slots not in confirms and self.holds(entry):
+            mst = self.measured_mst(ex, entry)
+        if mst is not None and mst >= rate:
+            return replace(entry, configured_from=f"{entry.configured_from}; measured on the testbed at {mst:,.0f} events/s")
+        if confirms < self.settings.confirm_rounds and mst is None and self.holds(entry):
             return entry
         if not confirms:
             return entry
         held = [p for p in ex.points if p.memory_mb == entry.memory_mb and p.phase != CHECKPOINT and p.mst >= rate]
-        model = (f"the model's {model_slots} slots measured {confirms[model_slots].mst:,.0f} events/s"
-                 if model_slots in confirms else
+        model = (f"the model's {model_slots} slots measured {first:,.0f} events/s" if first is not None else
                  f"the model's {model_slots} slots not measured, its {self.settings.confirm_rounds} confirmations spent")
         if not held:
             return replace(entry, unseen=(*entry.unseen, f"no budget of {entry.memory_mb} MB measured the rate on the "
@@ -394,6 +394,15 @@ class ResourceExplorer:
         return replace(entry, slots=best.slots, configuration=dict(best.configuration), predicted_mst=best.mst,
                        max_parallelism=best.max_parallelism,
                        configured_from=f"measured on the testbed: {best.slots} slots at {best.mst:,.0f} events/s ({model})")
+
+    @staticmethod
+    def measured_mst(ex: Exploration, entry: PlanEntry) -> float | None:
+        """The MST the testbed measured for ``entry``'s own configuration at its budget (a confirmation, or
+        a point of D that ran the same one), the latest where measured twice; None: never measured."""
+        same = [p.mst for p in ex.points if p.phase != CHECKPOINT and p.memory_mb == entry.memory_mb
+                and p.slots == entry.slots and p.configuration == entry.configuration
+                and p.max_parallelism == entry.max_parallelism]
+        return same[-1] if same else None
 
     def _configured_entry(self, ex: Exploration, entry: PlanEntry, slots: int) -> PlanEntry:
         """``entry`` moved to ``slots``, configured as the plan's last pass configures any budget."""
@@ -658,12 +667,12 @@ class ResourceExplorer:
         (phase CONFIRM), so the plan made again fits it; an entry measured short grows (_measured)."""
         query, new = self.optimizer.query, []
         for e in plan.entries:
-            if not self.holds(e) or any(p.phase == CONFIRM and p.memory_mb == e.memory_mb and p.slots == e.slots
-                                        for p in ex.points):
+            if not self.holds(e) or self.measured_mst(ex, e) is not None:
                 continue
             budget = Budget(e.slots, e.memory_mb)
             cfg = Configuration.of(query, e.configuration, e.max_parallelism)
-            est = estimator.estimate(query.name, budget, cfg, f"confirm/{budget.memory_mb}MB/{budget.slots}")
+            # the configuration in the key: a grown budget and the model's next answer may share a slot count
+            est = estimator.estimate(query.name, budget, cfg, f"confirm/{budget.memory_mb}MB/{budget.slots}/{cfg.key()}")
             pt = ExplorationPoint.of(OptimizerResult(budget, cfg, e.predicted_mst or 0.0, est.mst, est.to_dict()), CONFIRM)
             ex.points.append(pt)
             pt.rmse = best_loocv(self.observations(ex), self.features(ex), self.settings.families)
@@ -703,7 +712,8 @@ class ResourceExplorer:
                 continue
             budget = Budget(e.slots, e.memory_mb, tuple(sorted(e.memory_by_operator.items())))
             cfg = Configuration.of(query, e.configuration, e.max_parallelism)
-            est = estimator.estimate(query.name, budget, cfg, f"confirm/{budget.memory_mb}MB/{budget.slots}/per-operator")
+            split = ",".join(f"{op}={mb}" for op, mb in budget.memory_by_operator)
+            est = estimator.estimate(query.name, budget, cfg, f"confirm/{budget.slots}/{cfg.key()}/memory:{split}")
             pt = replace(ExplorationPoint.of(OptimizerResult(budget, cfg, e.predicted_mst or 0.0, est.mst, est.to_dict()),
                                              CONFIRM), memory_by_operator=dict(e.memory_by_operator))
             ex.confirmations.append(pt)
