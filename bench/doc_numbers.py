@@ -61,6 +61,7 @@ COINCIDENT = {
     "178": ({"docs/evaluation.md", "docs/methods.md"}, "a probe's testbed minutes; Imai's validation slots for q11"),
     "113": ({"docs/compare.md", "docs/results.md"}, "a q8 plan's slots; the Flink tests that passed"),
     "473": ({"docs/compare.md", "docs/evaluation.md"}, "StreamBed's testbed minutes on q2; a q2 plan's slots"),
+    "438": ({"docs/compare.md", "docs/evaluation.md"}, "StreamBed's median testbed minutes; a generated plan's true least slots"),
     "739": ({"docs/compare.md", "docs/evaluation.md"}, "StreamBed's testbed minutes on q8; a pile-up's task count"),
     "265": ({"docs/compare.md", "docs/evaluation.md"}, "an autoscaler plan's slots; the estimator's testbed minutes"),
     "0.1 s": ({"docs/robustness.md", "docs/sim-profiles.md", "docs/sim.md"},
