@@ -366,10 +366,10 @@ class ResourceExplorer:
         memory). Once they are spent, the smallest budget of its memory measured at the rate or more (D's
         or a confirmation), in the configuration measured; where none did, the entry with a line saying so
         and a risk of 1."""
-        if not self.holds(entry):
+        if not self.holds(entry) or not self.settings.confirm_rounds:
             return entry
         confirms = sum(p.phase == CONFIRM and p.memory_mb == entry.memory_mb for p in ex.points)
-        first, model_slots, tried = self.measured_mst(ex, entry), entry.slots, set()
+        model, first, tried = entry, self.measured_mst(ex, entry), set()
         mst = first
         while mst is not None and mst < rate and entry.slots not in tried:
             tried.add(entry.slots)
@@ -383,17 +383,17 @@ class ResourceExplorer:
         if confirms < self.settings.confirm_rounds and mst is None and self.holds(entry):
             return entry
         if not confirms:
-            return entry
+            return model
         held = [p for p in ex.points if p.memory_mb == entry.memory_mb and p.phase != CHECKPOINT and p.mst >= rate]
-        model = (f"the model's {model_slots} slots measured {first:,.0f} events/s" if first is not None else
-                 f"the model's {model_slots} slots not measured, its {self.settings.confirm_rounds} confirmations spent")
+        said = (f"the model's {model.slots} slots measured {first:,.0f} events/s" if first is not None else
+                f"the model's {model.slots} slots not measured, its {self.settings.confirm_rounds} confirmations spent")
         if not held:
             return replace(entry, unseen=(*entry.unseen, f"no budget of {entry.memory_mb} MB measured the rate on the "
-                                          f"testbed ({model})"), risk=1.0)
+                                          f"testbed ({said})"), risk=1.0)
         best = min(held, key=lambda p: (p.slots, -p.mst))
         return replace(entry, slots=best.slots, configuration=dict(best.configuration), predicted_mst=best.mst,
                        max_parallelism=best.max_parallelism,
-                       configured_from=f"measured on the testbed: {best.slots} slots at {best.mst:,.0f} events/s ({model})")
+                       configured_from=f"measured on the testbed: {best.slots} slots at {best.mst:,.0f} events/s ({said})")
 
     @staticmethod
     def measured_mst(ex: Exploration, entry: PlanEntry) -> float | None:
@@ -701,7 +701,8 @@ class ResourceExplorer:
     def confirm_memory(self, ex: Exploration, plan: Plan, estimator: Estimator) -> list[ExplorationPoint]:
         """Each entry with memory per operator (planner/memory.py) whose budget the testbed holds, measured
         so (Budget.memory_by_operator), on a testbed that deploys it: a smaller memory is chosen from
-        rates read in runs whose state was young, so the measurement decides (memory.confirmed_memory)."""
+        rates read in runs whose state may have been young, so the measurement decides (a split measured
+        short is not planned: planner/streambed.with_memory_per_operator)."""
         query, new = self.optimizer.query, []
         if not self.info.operator_memory:
             return new
