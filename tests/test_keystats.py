@@ -16,7 +16,7 @@ from conftest import REPO
 from streambed import dataset as ds
 from streambed.errors import UserError
 from streambed.model import keygroups, keystats
-from streambed.model.keyskew import KeySkew, more_pessimistic
+from streambed.model.keyskew import KeySkew, more_pessimistic, within_census
 from streambed.model.keystats import KeyStatistics, statistics_of_counts
 
 QUERIES = REPO / "flink" / "queries"
@@ -166,6 +166,27 @@ def test_the_more_pessimistic_skew_is_used_and_named():
         c = more_pessimistic(many_keys, hot, p)
         m = keygroups.default_max_parallelism(p)
         assert c.busiest_data == pytest.approx(hot.busiest_share(p, m))
+
+
+def test_no_inferred_key_is_heavier_than_the_datas_heaviest():
+    """28 keys over a job's 180 key groups: one run's busiest task held three of them (20 % of the input)
+    and the hot-key test read one key; the data counted every key, the heaviest at 7.3 %."""
+    inferred = KeySkew(0.055, 0.20, 43, 180, hot_modulus=180, hot_groups=(176, 177, 178, 179))
+    data = KeySkew(0.038, 0.073)
+    bounded = within_census(inferred, data)
+    assert bounded.hottest == pytest.approx(0.073) and bounded.concentration == inferred.concentration
+    assert bounded.hot_groups == () and bounded.tested_parallelism == 43
+    # at Flink's most key groups the 20 % "key" capped the busiest task at a fifth of the input
+    assert inferred.busiest_share(32_768, 32_768) >= 0.20 > bounded.busiest_share(32_768, 32_768)
+    c = more_pessimistic(inferred, data, 32_768, 32_768)
+    assert c.skew.busiest_share(32_768, 32_768) < 0.08 and c.inferred == inferred
+    # where the inferred spread is the wider, the inferred skew is used, within the census
+    c = more_pessimistic(inferred, data, 180, 180)
+    assert c.source == "tasks" and c.skew == bounded
+    # a key the data confirms, a key fainter than the data's and no data at all: as inferred
+    assert within_census(inferred, KeySkew(0.06, 0.25)) == inferred
+    assert within_census(KeySkew(0.01, 0.02), data) == KeySkew(0.01, 0.02)
+    assert within_census(inferred, None) == inferred and within_census(None, data) is None
 
 
 def test_skews_with_data_cover_operators_known_to_either_side():

@@ -59,14 +59,14 @@ def test_analytic_profiles_reach_their_formula():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("slots", [2_000, 20_000])
-def test_engine_and_capacity_model_agree_at_production_scale(slots):
-    """One oracle: at 20,000 slots q5's 6,560 filter tasks buffer minutes of an overload, and a truth that
-    counted what the source emitted (not what the job processed) read 1.86 M against the hot-key bound
-    of 1.47 M. Both truths must name the same MST at every scale (bench/sim_agreement.py sweeps to
-    the sim's limit of 100,000 slots)."""
+def test_engine_and_capacity_model_agree_at_production_scale():
+    """One oracle: both truths must name the same MST. At 20,000 slots q5's 6,560 filter tasks buffer
+    minutes of an overload, and a truth that counted what the source emitted (not what the job
+    processed) read 1.86 M against the hot-key bound of 1.47 M: that mechanism has its own test below;
+    the agreement from 2 to 100,000 slots is bench/sim_agreement.py's (make bench; 20,000 slots took
+    239 s of a suite run here, beside other work)."""
     gt = GroundTruth(load_profile("q5"))
-    t = gt.true_mst(slots, 4096)
+    t = gt.true_mst(2_000, 4096)
     assert t.mst == pytest.approx(t.model_mst, rel=0.01)
 
 

@@ -33,7 +33,7 @@ that, but not visible at the testbed's few tasks, is not excluded by any measure
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Iterable, Sequence
 
@@ -378,19 +378,32 @@ class SkewChoice:
     busiest_data: float | None
 
 
+def within_census(inferred: KeySkew | None, data: KeySkew | None) -> KeySkew | None:
+    """The skew inferred from task imbalance with no key heavier than the data's heaviest: the data's
+    statistics count every key of the data set the campaign replays, so a busiest task's excess beyond
+    that key is several keys sharing its key groups (a run over the job's few key groups cannot tell them
+    apart), not one key no budget can split; where the excess lay then says nothing about the hottest
+    key, so its groups are forgotten. The concentration H stays as inferred; data without its hottest key
+    (0) bounds nothing."""
+    if inferred is None or data is None or not 0 < data.hottest < inferred.hottest:
+        return inferred
+    return replace(inferred, hottest=data.hottest, hot_modulus=0, hot_groups=())
+
+
 def more_pessimistic(inferred: KeySkew | None, data: KeySkew | None, parallelism: int,
                      max_parallelism: int | None = None) -> SkewChoice | None:
     """The candidate whose busiest of ``parallelism`` tasks carries the larger share (the data's on a tie:
-    it is counted, not inferred), over ``max_parallelism`` key groups (Flink's default when None). Compare
-    at the widest the operator may run (a budget's slots): the hot-key floor dominates there. None when
-    neither exists."""
+    it is counted, not inferred), over ``max_parallelism`` key groups (Flink's default when None), the
+    inferred one held within the data's census (within_census). Compare at the widest the operator may
+    run (a budget's slots): the hot-key floor dominates there. None when neither exists."""
     m = keygroups.max_parallelism(parallelism, max_parallelism)
+    bounded = within_census(inferred, data)
     share = {name: (s.busiest_share(parallelism, m) if s is not None else None)
-             for name, s in (("tasks", inferred), ("data", data))}
+             for name, s in (("tasks", bounded), ("data", data))}
     if inferred is None and data is None:
         return None
-    if data is None or (inferred is not None and share["tasks"] > share["data"]):
-        source, skew = "tasks", inferred
+    if data is None or (bounded is not None and share["tasks"] > share["data"]):
+        source, skew = "tasks", bounded
     else:
         source, skew = "data", data
     return SkewChoice(skew, source, inferred, data, share["tasks"], share["data"])
