@@ -78,6 +78,8 @@ COINCIDENT = {
     "119": ({"docs/evaluation.md", "docs/robustness.md"}, "wrongly unreachable entries; a fuzz run's failures"),
     "3.0 ×": ({"docs/evaluation.md", "docs/planner.md"}, "a hashing's busiest task over the mean; a plan over the truth's minimum"),
     "103": ({"docs/compare.md", "docs/evaluation.md", "docs/methods.md"}, "a profile id; filter tasks; Model 1's peak"),
+    "159": ({"docs/evaluation.md", "docs/results.md"}, "a generated plan's slots; a Flink run's seconds"),
+    "6.2 %": ({"docs/evaluation.md", "docs/records.md"}, "wrongly unreachable entries; a held-out prediction error"),
     "102": ({"docs/compare.md", "docs/evaluation.md"}, "Imai's median testbed minutes; entries over 1.25 x"),
     "117": ({"docs/compare.md", "docs/evaluation.md"}, "a learned plan's slots; a generated plan's slots"),
     "192": ({"docs/evaluation.md", "docs/methods.md"}, "a set's entries; a validation budget"),
