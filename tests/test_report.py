@@ -48,6 +48,22 @@ def test_an_unreachable_plan_whose_model_does_not_grow_says_so():
     assert "does not grow with slots" in warning
 
 
+def test_the_key_skew_table_says_when_the_inferred_key_was_held_to_the_datas_heaviest():
+    class Tables(Recorder):
+        def table(self, title, columns, rows):
+            self.tables = {**getattr(self, "tables", {}), title.split(":")[0]: (list(columns), [list(r) for r in rows])}
+
+    p = plan(b=1e4)
+    shown = {"source": "tasks", "inferred": {"concentration": 0.055, "hottest": 0.20},
+             "data": {"concentration": 0.038, "hottest": 0.073}, "busiest_inferred": 0.11, "busiest_data": 0.078,
+             "compared_at": 180}
+    out = Tables()
+    plan_tables(out, {**p, "key_skew": {"Join#4": {**shown, "inferred_hottest_held_to": 0.073}, "Agg#2": shown}})
+    columns, rows = out.tables["Key skew per keyed operator"]
+    cell = {r[0]: r[columns.index("hottest key, inferred")] for r in rows}
+    assert cell["Join#4"] == "20.00 % (held to 7.30 %: keys sharing a task)" and cell["Agg#2"] == "20.00 %"
+
+
 # ---------------------------------------------------------------------------------------------- the report page
 # Campaign directories of fast sim campaigns (quick timing, few measurements), made once for the module.
 

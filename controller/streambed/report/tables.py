@@ -50,7 +50,10 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
                   ("operator", "used", "busiest task, inferred", "busiest task, data", "hottest key, inferred",
                    "hottest key, data"),
                   [(op, v["source"], share(v.get("busiest_inferred")), share(v.get("busiest_data")),
-                    share((v.get("inferred") or {}).get("hottest")), share((v.get("data") or {}).get("hottest")))
+                    share((v.get("inferred") or {}).get("hottest"))
+                    + (f" (held to {share(v['inferred_hottest_held_to'])}: keys sharing a task)"
+                       if v.get("inferred_hottest_held_to") is not None else ""),
+                    share((v.get("data") or {}).get("hottest")))
                    for op, v in sorted(skews.items())])
     for pr in plan.get("probes") or ():
         out.info(f"skew probe: {pr['operator']} on {pr['tasks']:,} tasks at {pr['memory_mb']} MB per slot "
