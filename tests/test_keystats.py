@@ -182,7 +182,8 @@ def test_no_inferred_key_is_heavier_than_the_datas_heaviest():
     assert c.skew.busiest_share(32_768, 32_768) < 0.08 and c.inferred == inferred
     # where the inferred spread is the wider, the inferred skew is used, within the census
     c = more_pessimistic(inferred, data, 180, 180)
-    assert c.source == "tasks" and c.skew == bounded
+    assert c.source == "tasks" and c.skew == bounded and c.inferred_held_to == pytest.approx(0.073)
+    assert more_pessimistic(bounded, data, 180, 180).inferred_held_to is None  # nothing to hold
     # a key the data confirms, a key fainter than the data's and no data at all: as inferred
     assert within_census(inferred, KeySkew(0.06, 0.25)) == inferred
     assert within_census(KeySkew(0.01, 0.02), data) == KeySkew(0.01, 0.02)

@@ -50,8 +50,12 @@ def test_an_unreachable_plan_whose_model_does_not_grow_says_so():
 
 def test_the_key_skew_table_says_when_the_inferred_key_was_held_to_the_datas_heaviest():
     class Tables(Recorder):
+        def __init__(self):
+            super().__init__()
+            self.tables = {}
+
         def table(self, title, columns, rows):
-            self.tables = {**getattr(self, "tables", {}), title.split(":")[0]: (list(columns), [list(r) for r in rows])}
+            self.tables[title.split(":")[0]] = (list(columns), [list(r) for r in rows])
 
     p = plan(b=1e4)
     shown = {"source": "tasks", "inferred": {"concentration": 0.055, "hottest": 0.20},

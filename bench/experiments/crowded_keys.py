@@ -30,6 +30,8 @@ def main() -> None:
         profile = parse_profile(generate_profile(args.seed, index))
         for name, stream in keyed_streams(profile).items():
             widths = [p for p in args.measured if p <= stream.parallelism_limit]
+            if not widths:
+                continue
             skew = estimate([(list(stream.shares(p)), stream.max_parallelism(p), 0.0) for p in widths])
             operators += 1
             heaviest = float(stream.weights.max())

@@ -376,6 +376,8 @@ class SkewChoice:
     busiest_inferred: float | None
     """The busiest task's share each candidate gives at the parallelism compared (None: no candidate)."""
     busiest_data: float | None
+    inferred_held_to: float | None = None
+    """The data's hottest key where the inferred hot key was held to it (within_census), else None."""
 
 
 def within_census(inferred: KeySkew | None, data: KeySkew | None) -> KeySkew | None:
@@ -406,4 +408,5 @@ def more_pessimistic(inferred: KeySkew | None, data: KeySkew | None, parallelism
         source, skew = "tasks", bounded
     else:
         source, skew = "data", data
-    return SkewChoice(skew, source, inferred, data, share["tasks"], share["data"])
+    held = data.hottest if bounded is not inferred else None
+    return SkewChoice(skew, source, inferred, data, share["tasks"], share["data"], held)

@@ -34,7 +34,6 @@ from ..errors import UserError
 from ..model import (Budget, Configuration, Features, Measurement, Observation, Plan, PlanEntry, Query,
                      SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
 from ..model import keygroups, loadrate
-from ..model.keyskew import within_census
 from ..model.keystats import skews_with_data
 from ..model.measurement import key_skews
 from . import caveats
@@ -271,7 +270,7 @@ class ResourceExplorer:
         shown = {op: {"source": c.source, "inferred": c.inferred.to_dict() if c.inferred else None,
                       "data": c.data.to_dict() if c.data else None, "busiest_inferred": c.busiest_inferred,
                       "busiest_data": c.busiest_data, "compared_at": widest}
-                 | ({"inferred_hottest_held_to": c.data.hottest} if within_census(c.inferred, c.data) != c.inferred else {})
+                 | ({"inferred_hottest_held_to": c.inferred_held_to} if c.inferred_held_to is not None else {})
                  for op, c in choices.items()}
         return skews, shown
 
