@@ -7,6 +7,7 @@ import pytest
 
 from streambed.errors import UserError
 from streambed.planner.estimator import Timing, CapacityEstimator
+from streambed.planner import caveats
 from streambed.planner.exploration import ExplorerSettings
 from streambed.planner.explorer import ResourceExplorer
 from streambed.planner.search import corners, should_stop
@@ -467,6 +468,7 @@ def test_a_key_the_testbed_cannot_see_is_checked_at_the_plans_scale(tmp_path):
         rate = 30 * max(p.mst for p in ex.points)
         before = ex_.plan(ex, rate, [4096]).entry(4096)
         assert before.slots is not None and "GroupWindowAggregate#2: a key with up to" in before.key_warning
+        assert before.risk >= caveats.HIDDEN_KEY_RISK  # the key may exist: the risk says so
         staged = CapacityEstimator(SimTestbed(load_profile("q11"), SimSettings(max_slots=1000)), ledger, QUICK)
         points = ex_.checkpoint(ex, ex_.plan(ex, rate, [4096]), staged, 1000)
     assert [p.phase for p in points] == [CHECKPOINT] and points[0].slots > 24

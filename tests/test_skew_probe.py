@@ -128,6 +128,14 @@ def test_unseen_says_a_budget_lies_beyond_the_trusted_limit():
     assert caveats.unseen_risk(lines) == caveats.UNSEEN_RISK and caveats.unseen_risk(()) == 0.0
 
 
+def test_a_key_the_testbed_could_not_exclude_enters_the_risk():
+    assert caveats.hidden_key_risk("W: a key with up to 1.4 % of its input ...") == caveats.HIDDEN_KEY_RISK > 0.0
+    assert caveats.hidden_key_risk(None) == 0.0
+    # with the unseen reasons' floor, as the explorer combines them
+    both = caveats.combined_risk(0.0, caveats.UNSEEN_RISK, caveats.HIDDEN_KEY_RISK)
+    assert both == pytest.approx(1 - (1 - caveats.UNSEEN_RISK) * (1 - caveats.HIDDEN_KEY_RISK))
+
+
 # -- disturbed measurements ------------------------------------------------------------------------------
 
 

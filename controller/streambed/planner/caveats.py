@@ -8,6 +8,7 @@
   one family sees only the scatter of the measurements, not which curve they follow beyond).
 * ``disturbed``/``disturbance_warning``: measurements the testbed repeated, or took, while its host
   was short of CPU (model/measurement.CpuContention): a plan-level warning and a share of the risk.
+* ``hidden_key_risk``: a key too faint for the testbed could hold the plan below the rate.
 * ``combined_risk``: independent sources of risk, combined.
 * ``beyond_trusted_start``: between "unreachable" and a plan, the budget a plan beyond the model's
   trusted range starts from.
@@ -24,6 +25,12 @@ from .probes import HEAVIER, PROBE_RATIO
 UNSEEN_RISK = 0.10
 """The risk an entry carries at least when it rests on something the testbed could not observe at the
 planned scale (a stated prior, not a measurement: no measurement bounds what was not seen)."""
+HIDDEN_KEY_RISK = 0.30
+"""The risk an entry carries at least when a key too faint to stand out among the testbed's tasks could hold
+one of its keyed operators below the rate (PlanEntry.key_warning, sizing.hidden_keys): the runs fit the
+keys with that key and without it. A stated prior, of the order measured: on two held-out generated seeds,
+5 of the 18 planned entries with such a warning fell short, and none of the 48 without one
+(docs/evaluation.md, section G, "A key the testbed could not exclude")."""
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
@@ -133,6 +140,12 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
 def unseen_risk(unseen: Sequence[str]) -> float:
     """The risk floor of an entry's unseen reasons (UNSEEN_RISK when there is any)."""
     return UNSEEN_RISK if unseen else 0.0
+
+
+def hidden_key_risk(key_warning: str | None) -> float:
+    """The risk floor of an entry whose keyed operators a key the testbed could not exclude may hold below the
+    rate (HIDDEN_KEY_RISK when it carries a key warning)."""
+    return HIDDEN_KEY_RISK if key_warning else 0.0
 
 
 def disturbed(repeated: int, cpu_shortfall: float) -> bool:

@@ -491,7 +491,8 @@ class ResourceExplorer:
 
     def _with_caveats(self, ex: Exploration, entry: PlanEntry, rate: float) -> PlanEntry:
         """The entry with what it rests on that the testbed did not show (caveats.unseen_reasons) and its
-        risk raised by the families' disagreement and by those reasons (caveats.combined_risk)."""
+        risk raised by the families' disagreement, by those reasons and by a key the testbed could not
+        exclude (key_warning; caveats.combined_risk)."""
         if entry.slots is None or not entry.configuration:
             return entry
         query = self.optimizer.query
@@ -516,7 +517,7 @@ class ResourceExplorer:
             measured_max_parallelisms={p.max_parallelism for p in seen},
             trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots, counted=counted)
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
-                                     caveats.unseen_risk(unseen))
+                                     caveats.unseen_risk(unseen), caveats.hidden_key_risk(entry.key_warning))
         return replace(entry, unseen=unseen, risk=risk)
 
     def planned_loads(self, ex: Exploration, entry: PlanEntry, rate: float) -> dict[str, tuple[float, float]]:
