@@ -18,10 +18,18 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 
+USAGE = "usage: warned_entries.py RUN [RUN ...]  (RUN: a bench/evaluate.py --out directory or its evaluation.json)"
+
+
 def entries(path: Path):
     """(key warning?, verdict, risk) of every planned entry of one run's section G."""
-    doc = json.loads((path / "evaluation.json" if path.is_dir() else path).read_text())
-    for row in doc["G_generated"]["rows"]:
+    file = path / "evaluation.json" if path.is_dir() else path
+    try:
+        doc = json.loads(file.read_text())
+        rows = doc["G_generated"]["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{file}: expected a bench/evaluate.py evaluation.json with section G rows ({e})")
+    for row in rows:
         for e in row["memories"].values():
             if e.get("planned"):
                 yield bool(e.get("key_warning")), e["verdict"], e.get("risk")
@@ -29,7 +37,7 @@ def entries(path: Path):
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print(__doc__.strip().splitlines()[3].strip())
+        print(USAGE, file=sys.stderr)
         return 2
     verdicts: dict[bool, Counter] = defaultdict(Counter)
     risks: dict[bool, list[float]] = defaultdict(list)
