@@ -33,8 +33,10 @@ from test_nodes import _sshd_binary, free_port
 
 PLAYBOOK = REPO / "ansible" / "site.yml"
 ADMIN = "sbtest-admin"
-REST_PORT, RPC_PORT, PROMETHEUS_PORT, NODE_EXPORTER_PORT = 38081, 36123, 39090, 39100
-REPORTER_PORTS = (39250, 39253)
+# Below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 on): a fixed port there can be
+# held by any outgoing connection at the moment a process binds it (Ansible opens one per task here).
+REST_PORT, RPC_PORT, PROMETHEUS_PORT, NODE_EXPORTER_PORT = 24081, 24123, 24090, 24100
+REPORTER_PORTS = (24250, 24253)
 REST = f"http://127.0.0.1:{REST_PORT}"
 
 
@@ -238,16 +240,28 @@ def _cpu_cgroup(pid: int) -> str:
 
 def test_prometheus_finds_every_flink_process_through_file_sd(node):
     expected = {f"127.0.0.1:{REPORTER_PORTS[0] + i}" for i in range(3)}
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         targets = requests.get(f"http://127.0.0.1:{PROMETHEUS_PORT}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
-        up = {t["labels"]["instance"] for t in targets if t["labels"]["job"] == "flink" and t["health"] == "up"}
+        flink = {t["labels"]["instance"]: t for t in targets if t["labels"]["job"] == "flink"}
+        up = {i for i, t in flink.items() if t["health"] == "up"}
         if up == expected:
             break
         time.sleep(1)
-    assert up == expected, targets
+    missing = {i: flink[i].get("lastError", "") if i in flink else "not a target" for i in expected - up}
+    assert up == expected, f"not up: {missing}; listening: {_listeners(REPORTER_PORTS)}"
     node_up = [t for t in targets if t["labels"]["job"] == "node" and t["health"] == "up"]
     assert [t["labels"]["instance"] for t in node_up] == [f"127.0.0.1:{NODE_EXPORTER_PORT}"]
+
+
+def _listeners(ports: tuple[int, int]) -> str:
+    """The sockets on the range's ports (ss), so that a failure says whether a reporter never bound."""
+    if shutil.which("ss") is None:
+        return "unknown (no ss)"
+    wanted = {str(p) for p in range(ports[0], ports[1] + 1)}
+    found = [" ".join(line.split()) for line in subprocess.run(["ss", "-Htanp"], capture_output=True, text=True).stdout.splitlines()
+             if len(line.split()) > 3 and line.split()[3].rsplit(":", 1)[-1] in wanted]
+    return "; ".join(found) or "none"
 
 
 def test_second_apply_over_ssh_changes_nothing(node):
