@@ -9,7 +9,7 @@ Explorer's data set D (section VI).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..errors import UserError
@@ -312,6 +312,10 @@ class OperatorRates:
     key_skew: KeySkew | None = None
     """A keyed operator's key concentration, pooled over the runs measured (model/keyskew.py); None:
     unknown, and the measured imbalance is carried unchanged."""
+    memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Answers of pure functions of these rates, by argument (policies/skew.busiest_share: a plan asks
+    for the same parallelism thousands of times, every budget's configuration bisecting on the rate and
+    every rate on the parallelism)."""
 
 
 def input_imbalance(om: OperatorMetrics) -> float:

@@ -56,7 +56,15 @@ def speed_imbalance(rates: OperatorRates, parallelism: int) -> float:
 
 def busiest_share(rates: OperatorRates, parallelism: int, fixed: int | None = None, least: bool = False) -> float:
     """The share of the operator's input that its busiest task receives at ``parallelism`` (``least``:
-    KeySkew.busiest_share's bound below it, wherever a hot key lies)."""
+    KeySkew.busiest_share's bound below it, wherever a hot key lies). Remembered in ``rates.memo``."""
+    key = ("busiest_share", int(parallelism), fixed, least)
+    share = rates.memo.get(key)
+    if share is None:
+        share = rates.memo[key] = _busiest_share(rates, *key[1:])
+    return share
+
+
+def _busiest_share(rates: OperatorRates, parallelism: int, fixed: int | None, least: bool) -> float:
     if rates.keyed:
         if rates.key_skew is not None:
             groups = keygroups.max_parallelism(parallelism, fixed)
