@@ -155,7 +155,6 @@ def _fewest_by_search(rates: OperatorRates, allowed: float, limit: int, fixed: i
         return busiest_share(rates, p, fixed) <= allowed
 
     ranges = [(1, fixed)] if fixed is not None else keygroups.default_ranges()
-    best = None
     for lo, hi in ranges:
         hi = min(hi, limit)
         if lo > hi:
@@ -166,8 +165,8 @@ def _fewest_by_search(rates: OperatorRates, allowed: float, limit: int, fixed: i
             end = min(found if found is not None else hi + 1, below + LOCATED_SCAN)
             found = next((p for p in range(below, end) if holds(p)), found)
         if found is not None:
-            best = found if best is None else min(best, found)
-    return best
+            return found  # the ranges ascend: no later one holds fewer tasks
+    return None
 
 
 def _bisect(holds, lo: int, hi: int) -> int:
