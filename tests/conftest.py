@@ -81,7 +81,17 @@ estimator's window discarded and the estimate finished): in `make test-cluster` 
 about 3 minutes of `make test`'s 30."""
 
 
+CLUSTER_DEPLOYMENTS = {"test_ansible.py": {"testbed", "tarball_install"}, "test_ansible_roles.py": {"real", "standin"}}
+"""Per module, the fixtures that apply site.yml to this machine for real (Flink, Prometheus, Spark, the node
+exporter, the Kafka and Grafana stand-ins: about 90 applies of 100-130 tasks, 12 minutes on 2 cores): the
+tests that use them run in `make test-cluster` with the SSH deployment, which applies the same roles over
+SSH. `make test` keeps each module's static checks (syntax, lint, templates, inventories), and deploys and
+destroys the local testbed with these roles in tests/test_flink_integration.py and test_dashboards.py."""
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.name in CLUSTER_TESTS or f"{item.path.name}::{item.name}" in CLUSTER_FAULT_TESTS:
+        name = item.path.name
+        if (name in CLUSTER_TESTS or f"{name}::{item.name}" in CLUSTER_FAULT_TESTS
+                or set(getattr(item, "fixturenames", ())) & CLUSTER_DEPLOYMENTS.get(name, set())):
             item.add_marker(pytest.mark.cluster)
