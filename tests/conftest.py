@@ -82,11 +82,12 @@ about 3 minutes of `make test`'s 30."""
 
 
 CLUSTER_DEPLOYMENTS = {"test_ansible.py": {"testbed", "tarball_install"}, "test_ansible_roles.py": {"real", "standin"}}
-"""Per module, the fixtures that apply site.yml to this machine for real (Flink, Prometheus, Spark, the node
-exporter, the Kafka and Grafana stand-ins: about 90 applies of 100-130 tasks, 12 minutes on 2 cores): the
-tests that use them run in `make test-cluster` with the SSH deployment, which applies the same roles over
-SSH. `make test` keeps each module's static checks (syntax, lint, templates, inventories), and deploys and
-destroys the local testbed with these roles in tests/test_flink_integration.py and test_dashboards.py."""
+"""Per module, the fixtures that apply site.yml to this machine for real (Flink, Prometheus, Spark, the
+node exporter, the Kafka and Grafana stand-ins: about 20 applies of up to 130 tasks, 12 of make test's
+minutes on 2 cores by their durations): their tests run in `make test-cluster` beside the SSH deployment,
+which applies the same roles over SSH. `make test` keeps each module's static checks (syntax, lint,
+templates, inventories) and deploys and stops the local testbed with these roles in
+tests/test_flink_integration.py and tests/test_dashboards.py."""
 
 
 def pytest_collection_modifyitems(config, items):
