@@ -131,9 +131,14 @@ destroy: $(VENV)/.installed
 	$(STREAMBED) infra destroy --env $(ENV)
 
 # make test: every test but those that stand up hosts, brokers or firewalls of their own (sshd, network
-# namespaces, loop devices, nftables, a Kafka stand-in), which make test-cluster runs; CI runs both.
+# namespaces, loop devices, nftables, a Kafka stand-in) or apply the roles to this machine (tests/conftest.py),
+# which make test-cluster runs; CI runs both.
+# Two steps: the tests that do not measure the machine, TEST_WORKERS at a time (each keeps one core busy),
+# then those that do (tests/conftest.py SERIAL_TESTS: real Flink at a rate, CPU quotas), alone.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed $(FLINK_JOB_JAR)
-	$(PY) -m pytest -q -m "not cluster"
+	$(PY) -m pytest -q -m "not cluster and not serial" -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -m "serial and not cluster"
 
 .PHONY: test-cluster
 test-cluster: $(VENV)/.installed $(FLINK_JOB_JAR)

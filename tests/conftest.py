@@ -90,9 +90,18 @@ templates, inventories) and deploys and stops the local testbed with these roles
 tests/test_flink_integration.py and tests/test_dashboards.py."""
 
 
+SERIAL_TESTS = {"test_flink_integration.py", "test_dashboards.py", "test_flink_job.py", "test_flink_replay.py",
+                "test_cpu_share.py", "test_pressure.py", "test_ansible_cgroups.py", "test_ansible_supervision.py"}
+"""Tests that measure this machine's time or CPU (real Flink jobs held to a rate, CPU quotas, the host's
+CPU pressure, a supervisor's restart delay): `make test` runs them alone, after the others have run two
+at a time (pytest-xdist), since the rest of the suite is single-threaded work that keeps one core busy."""
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
         if (name in CLUSTER_TESTS or f"{name}::{item.name}" in CLUSTER_FAULT_TESTS
                 or set(getattr(item, "fixturenames", ())) & CLUSTER_DEPLOYMENTS.get(name, set())):
             item.add_marker(pytest.mark.cluster)
+        if name in SERIAL_TESTS:
+            item.add_marker(pytest.mark.serial)
