@@ -43,7 +43,6 @@ def busiest_groups_share(parallelism: int, fixed: int | None = None) -> float:
 
 
 @lru_cache(maxsize=1)
-@lru_cache(maxsize=1)
 def default_ranges() -> tuple[tuple[int, int], ...]:
     """The parallelisms that run with each of Flink's default max parallelisms, as (first, last), in
     increasing order: 1-85 with 128 key groups, 86-171 with 256, ..., up to 32,768."""
