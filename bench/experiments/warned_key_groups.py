@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
     try:
         rows = json.loads(file.read_text())["G_generated"]["rows"]
         profile_seed = int(seed)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        count = 1 + max(int(r["profile"].rsplit("-", 1)[1]) for r in rows)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         print(f"{file}, seed {seed!r}: expected a section G evaluation.json and an integer seed ({e})", file=sys.stderr)
         return 1
 
@@ -42,7 +43,6 @@ def main(argv: list[str]) -> int:
     from streambed.testbed.sim.profile import load_profile
     from streambed.testbed.sim.truth import GroundTruth
 
-    count = 1 + max(int(r["profile"].rsplit("-", 1)[1]) for r in rows)
     with tempfile.TemporaryDirectory() as d:
         profiles = {p.stem: load_profile(str(p)) for p in write_profiles(Path(d), count, profile_seed)}
     before = after = warned = 0
