@@ -346,6 +346,25 @@ def test_the_plans_own_configuration_gets_the_slots_it_needs():
     assert configured_slots(policy, m, lambda p: 0.5, 1e9, 43, 1000)[0] is None
 
 
+def test_the_safety_factor_past_a_key_group_step_costs_its_share_of_slots_not_double():
+    from streambed.model import OperatorRates, SingleTaskMetrics
+    from streambed.planner.policies import policy_named
+    from streambed.planner.sizing import configured_slots, margin_budget
+
+    m = SingleTaskMetrics("q", 4096, (("A#1", OperatorRates(1000.0, 1.0, keyed=True)),))
+    policy = policy_named("bids2-skew")
+    # 128 key groups: 64 tasks (2 groups each) reach 60,000 events/s; 1.1 x that waits for Flink's default
+    # max parallelism to reach 256 groups (86 tasks, 3 groups each)
+    exact, _ = configured_slots(policy, m, lambda p: 1.0, 60_000, 43, 1000)
+    on_rate, _ = configured_slots(policy, m, lambda p: 1.0, 66_000, 43, 1000)
+    assert (exact, on_rate) == (64, 86)
+    assert margin_budget(on_rate, exact, 1.1, 1000) == 71  # 1.1 x 64 slots, not 1.34 x
+    assert margin_budget(70, exact, 1.1, 1000) == 70  # a margin that costs less than the factor stays
+    assert margin_budget(None, exact, 1.1, 1000) == 71  # the factor's rate out of reach, the rate within it
+    assert margin_budget(None, 995, 1.1, 1000) == 1000  # never past the trusted limit
+    assert margin_budget(128, None, 1.1, 1000) == 128 and margin_budget(None, None, 1.1, 1000) is None
+
+
 def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():
     from streambed.planner.sizing import risk_of, risk_solve
     from streambed.model import Features, Observation

@@ -330,6 +330,40 @@ def test_the_data_s_key_groups_size_the_head_the_runs_could_not_see(tmp_path):
     assert not any(line.startswith(f"{agg}: key skew seen") for line in entry.unseen)
 
 
+def test_with_the_data_s_keys_the_safety_factor_costs_its_share_of_slots(tmp_path):
+    """With the data's key statistics, where reaching 1.1 x the rate costs more than 1.1 x the slots that
+    reach the rate, the plan takes the latter (sizing.margin_budget) and says so; its own configuration
+    still sustains the rate (the sim's truth). Without them the factor stays on the rate."""
+    import math
+    import re
+    from dataclasses import replace
+
+    from streambed.model import Configuration
+    from streambed.testbed.sim.keys import key_statistics
+    from streambed.testbed.sim.profile import load_profile
+    from streambed.testbed.sim.truth import GroundTruth
+
+    text = HOT_JOIN.replace("keys: {count: 20000, zipf: 0.3, hot: 0.15}", "keys: {count: 2500, zipf: 0.7}")
+    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False, text=text)
+    profile = load_profile(str(tmp_path / "probe-test-hot-join.yaml"))
+    stats, = key_statistics(profile).operators
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 20 * max(p.mst for p in ex.points)
+        without = explorer.plan(ex, rate, [4096]).entry(4096)
+        explorer.settings = replace(explorer.settings, key_statistics=(stats,))
+        entry = explorer.plan(ex, rate, [4096]).entry(4096)
+    assert "the safety factor on the slots" not in without.configured_from
+    said = re.search(r"the safety factor on the slots: ([\d,]+), 1\.1 x the ([\d,]+) whose configuration reaches the "
+                     r"rate \(on the rate: ([\d,]+) slots\)", entry.configured_from)
+    assert said, entry.configured_from
+    capped, exact, on_rate = (int(g.replace(",", "")) for g in said.groups())
+    assert capped == math.ceil(1.1 * exact) < on_rate and entry.slots <= capped
+    own = GroundTruth(profile).configuration_mst(
+        Configuration.of(profile.query(), entry.configuration, entry.max_parallelism), 4096).mst
+    assert own >= rate
+
+
 def test_a_plan_warns_when_its_measurements_were_disturbed_and_counts_them_in_its_risk(tmp_path):
     explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False)
     with ledger:

@@ -48,7 +48,7 @@ from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
 from .sizing import (MEASURE_NEXT, Solve, confirm_step, configured_slots, efficiency, guarded_solve, hidden_keys, configuration_gain,
-                     key_warning, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
+                     key_warning, margin_budget, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
                      risk_of, trusted_slots)
 from .surrogates import bootstrap_fits, fit, predictions
 
@@ -303,6 +303,16 @@ class ResourceExplorer:
                 fixed_slots, fixed_most = configured_slots(policy, fixed, eta, need, solve.slots, solve.max_slots)
                 if fixed_slots is not None and (slots is None or fixed_slots < slots):
                     slots, most, metrics, max_parallelism = fixed_slots, fixed_most, fixed, fixed.max_parallelism
+            if s.key_statistics and need > rate:
+                # the data's keys give each busiest task's share at any width: the factor on the slots
+                # where on the rate it would cost more (sizing.margin_budget)
+                exact, _ = configured_slots(policy, metrics, eta, rate, solve.slots, slots or solve.max_slots)
+                capped = margin_budget(slots, exact, s.safety, solve.max_slots)
+                if capped != slots:
+                    origin += (f"; the safety factor on the slots: {capped:,}, {s.safety:g} x the {exact:,} whose "
+                               f"configuration reaches the rate (on the rate: "
+                               f"{f'{slots:,} slots' if slots else f'beyond {solve.max_slots:,}'})")
+                slots = capped
             if slots is None:
                 return PlanEntry(
                     m, None, None, None, None, alternatives, None, solve.max_slots, most * rate / need,
