@@ -247,3 +247,40 @@ def test_every_keyed_operator_is_in_the_query_and_keyed_by_columns_its_sql_names
                 assert re.search(rf"(GROUP BY|PARTITION BY|ON|WHERE)[^;]*?\b(\w+\.)?{col}\b", code, re.S | re.I)
         assert math.prod(len(s.columns) for s in op.sides) >= 1
         assert len({len(s.columns) for s in op.sides}) == 1  # a join's sides are keyed alike
+
+
+def test_the_data_count_the_skew_where_no_run_contradicts_them():
+    """The data's key groups are the skew at every parallelism, even where the law of the inferred H says
+    more at the widest (a model of the same keys), unless a run's tasks took input the counts do not give
+    them (more than 10 % of the busiest task's share off: another key, another data set); then the more
+    pessimistic of the two. A run over key groups that do not fold from the counts contradicts nothing."""
+    from streambed.model.keyskew import GroupShares
+
+    groups = GroupShares([0.3, 0.1, 0.2, 0.05, 0.05, 0.1, 0.1, 0.1])
+    assert groups.tasks(3, 8).tolist() == pytest.approx([0.6, 0.2, 0.2])  # groups 0-2, 3-5, 6-7
+    run = (tuple(1000 * s for s in groups.tasks(4, 8)), 8, 1e6)
+    assert not groups.contradicted([run]) and not groups.contradicted([])
+    assert not groups.contradicted([(tuple(x * 1.03 for x in run[0][:3]) + run[0][3:], 8, 1e6)])  # jitter
+    assert groups.contradicted([(tuple(reversed(run[0])), 8, 1e6)])  # the busiest task elsewhere
+    assert groups.contradicted([run, (run[0][:3] + (run[0][3] * 1.5,), 8, 1e6)])
+    assert not groups.contradicted([(tuple(reversed(run[0])), 6, 1e6)])  # 6 groups do not fold from 8
+
+    data = KeySkew(0.03, 0.04, groups=GroupShares([1.0] * 64))
+    law = KeySkew(0.2)  # far more pessimistic than 64 even groups at any width
+    assert more_pessimistic(law, data, 32, 64).source == "tasks"
+    c = more_pessimistic(law, data, 32, 64, counted=True)
+    assert (c.source, c.skew, c.counted) == ("data", data, True) and c.inferred == law
+    assert not more_pessimistic(law, None, 32, 64, counted=True).counted  # no data: nothing counted
+
+    stats = statistics_of_counts("Join#3", "k", {(k,): 1 for k in range(500)})
+    even = keystats.key_skew(stats)
+    agree = {"Join#3": [(tuple(even.groups.tasks(4, 128)), 128, 1e6)]}
+    for runs in (agree, None):
+        _, choices = keystats.skews_with_data({"Join#3": law}, [stats], 64, None, runs)
+        assert choices["Join#3"].source == "data" and choices["Join#3"].counted
+    skewed = {"Join#3": [((4000.0, 1000.0, 1000.0, 1000.0), 128, 1e6)]}
+    _, choices = keystats.skews_with_data({"Join#3": law}, [stats], 64, None, skewed)
+    assert choices["Join#3"].source == "tasks" and not choices["Join#3"].counted
+    unhashed = statistics_of_counts("Join#3", "k", {(k,): 1 for k in range(500)}, hashed=False)
+    _, choices = keystats.skews_with_data({"Join#3": law}, [unhashed], 64)
+    assert choices["Join#3"].source == "tasks" and not choices["Join#3"].counted  # no groups counted

@@ -284,14 +284,20 @@ def key_skew(stats: KeyStatistics) -> KeySkew:
 
 
 def skews_with_data(inferred: Mapping[str, KeySkew], data: Iterable[KeyStatistics], parallelism: int,
-                    max_parallelism: int | None = None) -> tuple[dict[str, KeySkew], dict[str, SkewChoice]]:
+                    max_parallelism: int | None = None, runs: Mapping[str, Sequence] | None = None
+                    ) -> tuple[dict[str, KeySkew], dict[str, SkewChoice]]:
     """Per keyed operator, the more pessimistic of the skew inferred from task imbalance (``inferred``,
-    model.measurement.key_skews) and the data's (``data``) at ``parallelism`` (keyskew.more_pessimistic):
+    model.measurement.key_skews) and the data's (``data``) at ``parallelism`` (keyskew.more_pessimistic),
+    or the data's where they counted its key groups and none of the operator's ``runs``
+    (model.measurement.key_samples) contradicts them:
     the skews to plan with, and each choice (which one, both values) for the plan to show."""
     from_data = {s.operator: key_skew(s) for s in data}
+    runs = runs or {}
     skews, choices = {}, {}
     for op in sorted(set(inferred) | set(from_data)):
-        choice = more_pessimistic(inferred.get(op), from_data.get(op), parallelism, max_parallelism)
+        d = from_data.get(op)
+        counted = d is not None and d.groups is not None and not d.groups.contradicted(runs.get(op, ()))
+        choice = more_pessimistic(inferred.get(op), d, parallelism, max_parallelism, counted)
         if choice is not None:
             skews[op], choices[op] = choice.skew, choice
     return skews, choices

@@ -432,10 +432,10 @@ class Observation:
     mst: float
 
 
-def key_skews(query: Query, runs) -> dict[str, KeySkew]:
-    """The key concentration of each keyed operator of ``query``, pooled over ``runs`` (measurements at
-    an MST, each with the max parallelism its configuration set, or None: the query's own, else Flink's
-    default; model/keyskew.py). An operator no run measured with two tasks or more is left out."""
+def key_samples(query: Query, runs) -> dict[str, list[tuple[tuple[float, ...], int, float]]]:
+    """Per keyed operator of ``query``, each run's (per-task input rates, the max parallelism it ran with,
+    records counted), for ``runs`` (measurements at an MST, each with the max parallelism its configuration
+    set, or None: the query's own, else Flink's default) that measured it on two tasks or more."""
     from . import keyskew
 
     out = {}
@@ -452,6 +452,17 @@ def key_skews(query: Query, runs) -> dict[str, KeySkew]:
                 own = fixed if fixed is not None else query.max_parallelism
                 samples.append((om.task_input, keyskew.run_max_parallelism(om.parallelism, own),
                                 om.input_rate * max(0.0, m.end - m.start)))
+        out[name] = samples
+    return out
+
+
+def key_skews(query: Query, runs) -> dict[str, KeySkew]:
+    """The key concentration of each keyed operator of ``query``, pooled over ``runs`` (key_samples;
+    model/keyskew.py). An operator no run measured with two tasks or more is left out."""
+    from . import keyskew
+
+    out = {}
+    for name, samples in key_samples(query, runs).items():
         skew = keyskew.estimate(samples)
         if skew is not None:
             out[name] = skew

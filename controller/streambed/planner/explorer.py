@@ -35,7 +35,7 @@ from ..model import (Budget, Configuration, Features, Measurement, Observation, 
                      SingleTaskMetrics, Surrogate, TestbedInfo, family_spread)
 from ..model import keygroups, loadrate
 from ..model.keystats import skews_with_data
-from ..model.measurement import key_skews
+from ..model.measurement import key_samples, key_skews
 from . import caveats
 from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range
 from .estimator import Estimator
@@ -260,16 +260,17 @@ class ResourceExplorer:
         query = self.optimizer.query
         runs = [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in (*ex.points, *ex.probes)
                 if p.measurement and p.mst > 0]
+        samples = key_samples(query, runs)
         inferred = key_skews(query, runs)
         if not self.settings.key_statistics:
             return inferred, {op: {"source": "tasks", "inferred": k.to_dict()} for op, k in inferred.items()}
         widest = min(keygroups.parallelism_limit(query.max_parallelism),
                      max(self.info.max_slots, int(self.settings.max_extrapolation * self.info.max_slots)))
         stats = [k for k in self.settings.key_statistics if k.operator in query.keyed]
-        skews, choices = skews_with_data(inferred, stats, widest, query.max_parallelism)
+        skews, choices = skews_with_data(inferred, stats, widest, query.max_parallelism, samples)
         shown = {op: {"source": c.source, "inferred": c.inferred.to_dict() if c.inferred else None,
                       "data": c.data.to_dict() if c.data else None, "busiest_inferred": c.busiest_inferred,
-                      "busiest_data": c.busiest_data, "compared_at": widest}
+                      "busiest_data": c.busiest_data, "compared_at": widest, "counted": c.counted}
                  | ({"inferred_hottest_held_to": c.inferred_held_to} if c.inferred_held_to is not None else {})
                  for op, c in choices.items()}
         return skews, shown
