@@ -298,11 +298,10 @@ def test_key_statistics_of_the_data_give_the_skew_the_runs_could_not(tmp_path):
     assert entry.slots is None and f"{agg} sustains at most" in entry.unreachable
 
 
-def test_the_data_s_key_groups_size_the_head_the_runs_could_not_see(tmp_path):
-    """A Zipf 0.7 head over 2,500 keys behind the same selective filter: no run shows its 1.6 % key, and the
-    law of H plans a typical hashing. With the sim's key statistics (`streambed sim keys`) the plan reads its
-    busiest task from the data's key groups: its own configuration sustains the rate (the sim's truth), and
-    the plan does not call the skew unseen."""
+def _zipf_head_plans(tmp_path, multiple: float):
+    """A Zipf 0.7 head over 2,500 keys behind the hot join's selective filter, explored at 4 GB and planned
+    for ``multiple`` x D's best MST without and with the sim's key statistics (`streambed sim keys`):
+    (the sim's truth of an entry's own configuration, the rate, the entry without, the plan with)."""
     from dataclasses import replace
 
     from streambed.model import Configuration
@@ -313,20 +312,31 @@ def test_the_data_s_key_groups_size_the_head_the_runs_could_not_see(tmp_path):
     text = HOT_JOIN.replace("keys: {count: 20000, zipf: 0.3, hot: 0.15}", "keys: {count: 2500, zipf: 0.7}")
     explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False, text=text)
     profile = load_profile(str(tmp_path / "probe-test-hot-join.yaml"))
-    agg = "GroupAggregate#2"
     stats, = key_statistics(profile).operators
     with ledger:
         ex = explorer.explore([4096])
-        rate = 12 * max(p.mst for p in ex.points)
-        law = explorer.plan(ex, rate, [4096]).entry(4096)
+        rate = multiple * max(p.mst for p in ex.points)
+        without = explorer.plan(ex, rate, [4096]).entry(4096)
         explorer.settings = replace(explorer.settings, key_statistics=(stats,))
         plan = explorer.plan(ex, rate, [4096])
+
+    def own(entry) -> float:
+        return GroundTruth(profile).configuration_mst(
+            Configuration.of(profile.query(), entry.configuration, entry.max_parallelism), 4096).mst
+    return own, rate, without, plan
+
+
+def test_the_data_s_key_groups_size_the_head_the_runs_could_not_see(tmp_path):
+    """A Zipf 0.7 head over 2,500 keys behind the same selective filter: no run shows its 1.6 % key, and the
+    law of H plans a typical hashing. With the sim's key statistics (`streambed sim keys`) the plan reads its
+    busiest task from the data's key groups: its own configuration sustains the rate (the sim's truth), and
+    the plan does not call the skew unseen."""
+    agg = "GroupAggregate#2"
+    own, rate, law, plan = _zipf_head_plans(tmp_path, 12)
     assert plan.key_skew[agg]["source"] == "data" and plan.key_skew[agg]["data"]["key_groups_counted"] == 32768
     entry = plan.entry(4096)
     assert entry.slots is not None and entry.configuration[agg] > law.configuration[agg]
-    own = GroundTruth(profile).configuration_mst(
-        Configuration.of(profile.query(), entry.configuration, entry.max_parallelism), 4096).mst
-    assert own >= rate
+    assert own(entry) >= rate
     assert not any(line.startswith(f"{agg}: key skew seen") for line in entry.unseen)
 
 
@@ -336,32 +346,16 @@ def test_with_the_data_s_keys_the_safety_factor_costs_its_share_of_slots(tmp_pat
     still sustains the rate (the sim's truth). Without them the factor stays on the rate."""
     import math
     import re
-    from dataclasses import replace
 
-    from streambed.model import Configuration
-    from streambed.testbed.sim.keys import key_statistics
-    from streambed.testbed.sim.profile import load_profile
-    from streambed.testbed.sim.truth import GroundTruth
-
-    text = HOT_JOIN.replace("keys: {count: 20000, zipf: 0.3, hot: 0.15}", "keys: {count: 2500, zipf: 0.7}")
-    explorer, ledger, est = _hot_join_explorer(tmp_path, probes=False, text=text)
-    profile = load_profile(str(tmp_path / "probe-test-hot-join.yaml"))
-    stats, = key_statistics(profile).operators
-    with ledger:
-        ex = explorer.explore([4096])
-        rate = 20 * max(p.mst for p in ex.points)
-        without = explorer.plan(ex, rate, [4096]).entry(4096)
-        explorer.settings = replace(explorer.settings, key_statistics=(stats,))
-        entry = explorer.plan(ex, rate, [4096]).entry(4096)
+    own, rate, without, plan = _zipf_head_plans(tmp_path, 20)
+    entry = plan.entry(4096)
     assert "the safety factor on the slots" not in without.configured_from
     said = re.search(r"the safety factor on the slots: ([\d,]+), 1\.1 x the ([\d,]+) whose configuration reaches the "
                      r"rate \(on the rate: ([\d,]+) slots\)", entry.configured_from)
     assert said, entry.configured_from
     capped, exact, on_rate = (int(g.replace(",", "")) for g in said.groups())
     assert capped == math.ceil(1.1 * exact) < on_rate and entry.slots <= capped
-    own = GroundTruth(profile).configuration_mst(
-        Configuration.of(profile.query(), entry.configuration, entry.max_parallelism), 4096).mst
-    assert own >= rate
+    assert own(entry) >= rate
 
 
 def test_a_plan_warns_when_its_measurements_were_disturbed_and_counts_them_in_its_risk(tmp_path):
