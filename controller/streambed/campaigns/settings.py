@@ -165,7 +165,8 @@ class PlanSettings(ExploreSettings):
     """flink: the inventory of that cluster; default: the testbed's (the sim builds one of checkpoint_slots)."""
     key_stats: Path | None = None
     """Key statistics of the data set replayed (``streambed data keys``, model/keystats.py): the skew model
-    takes the more pessimistic of them and the skew inferred from the runs; None: inferred only."""
+    takes their counted key groups where no run contradicts them, else the more pessimistic of them and the
+    skew inferred from the runs; None: inferred only."""
     skew_probes: bool = ExplorerSettings.probes
     """Measure a keyed operator planned far wider than the testbed ran it at the testbed's widest
     (ResourceExplorer.probe)."""

@@ -34,8 +34,9 @@ def register(sub) -> None:
     sp.add_argument("--checkpoint-inventory", type=Path,
                     help="flink: the inventory of that cluster (default: the testbed's)")
     sp.add_argument("--key-stats", type=Path,
-                    help="key statistics of the data set replayed (streambed data keys): the skew model uses the more "
-                         "pessimistic of them and the skew inferred from the tasks (default: inferred only)")
+                    help="key statistics of the data set replayed (streambed data keys): the skew model uses their "
+                         "counted key groups where no run contradicts them, else the more pessimistic of them and "
+                         "the skew inferred from the tasks (default: inferred only)")
     sp.add_argument("--no-skew-probes", dest="skew_probes", action="store_false",
                     help="do not measure a keyed operator planned far wider than the testbed ran it at the testbed's "
                          "widest before trusting its key skew")

@@ -51,7 +51,8 @@ class ExplorerSettings:
     measured at the testbed's widest before the plan trusts its key skew."""
     key_statistics: tuple = ()
     """Key statistics of the data set the campaign replays (model/keystats.KeyStatistics, one per keyed
-    operator): the skew model takes the more pessimistic of them and the skew inferred from the runs."""
+    operator): the skew model takes their counted key groups where no run contradicts them, else the more
+    pessimistic of them and the skew inferred from the runs (keystats.skews_with_data)."""
 
 
 CHECKPOINT = "checkpoint"

@@ -255,8 +255,9 @@ class ResourceExplorer:
         """The key skew of each keyed operator the plan uses, and each choice to show (plan.key_skew):
         pooled over D's runs and the skew probes (model/measurement.key_skews; the widest run, a probe
         where there is one, is the one the hot-key test reads), and, where the campaign has the data's
-        key statistics (ExplorerSettings.key_statistics), the more pessimistic of the two at the widest
-        parallelism a plan may give an operator (keystats.skews_with_data)."""
+        key statistics (ExplorerSettings.key_statistics), the data's counted key groups where no run
+        contradicts them, else the more pessimistic of the two at the widest parallelism a plan may give an
+        operator (keystats.skews_with_data)."""
         query = self.optimizer.query
         runs = [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in (*ex.points, *ex.probes)
                 if p.measurement and p.mst > 0]
