@@ -38,6 +38,7 @@ ALLOWED = {
     "0.5 GB": "a memory-per-slot setting", "128 slot": "a budget size",
     "0.2 %": "the steady-state shortfall threshold", "99.8 %": "the steady-state threshold",
     "1.5 ×": "a setting (a target multiple, a spread or skew threshold)",
+    "1.4 ×": "a target multiple (issue 35's public case q5 at 1.4 x)",
     "179": "the paper's Table IV", "565": "the paper's Table IV", "1069": "the paper's Table IV",
     "1079 slot": "the paper's Table IV", "1.2 M": "the paper's Kafka rate per node",
     "324": "the paper's BIDS2 solves (a count of its data)",
