@@ -261,10 +261,10 @@ class ResourceExplorer:
         query = self.optimizer.query
         runs = [(Measurement.from_dict(p.measurement), p.max_parallelism) for p in (*ex.points, *ex.probes)
                 if p.measurement and p.mst > 0]
-        samples = key_samples(query, runs)
         inferred = key_skews(query, runs)
         if not self.settings.key_statistics:
             return inferred, {op: {"source": "tasks", "inferred": k.to_dict()} for op, k in inferred.items()}
+        samples = key_samples(query, runs)
         widest = min(keygroups.parallelism_limit(query.max_parallelism),
                      max(self.info.max_slots, int(self.settings.max_extrapolation * self.info.max_slots)))
         stats = [k for k in self.settings.key_statistics if k.operator in query.keyed]
