@@ -363,6 +363,17 @@ def test_the_safety_factor_past_a_key_group_step_costs_its_share_of_slots_not_do
     assert margin_budget(None, exact, 1.1, 1000) == 71  # the factor's rate out of reach, the rate within it
     assert margin_budget(None, 995, 1.1, 1000) == 1000  # never past the trusted limit
     assert margin_budget(128, None, 1.1, 1000) == 128 and margin_budget(None, None, 1.1, 1000) is None
+    # that many slots' configuration short of the rate (a key-group step down): the first budget from there that
+    # reaches it, no further than the factor on the rate; none: the factor stays on the rate
+    assert margin_budget(on_rate, exact, 1.1, 1000, lambda lo, hi: 75 if lo <= 75 <= hi else None) == 75
+    assert margin_budget(on_rate, exact, 1.1, 1000, lambda lo, hi: None) == on_rate
+    assert margin_budget(None, exact, 1.1, 1000, lambda lo, hi: None) is None
+    seen = []
+    margin_budget(None, exact, 1.1, 1000, lambda lo, hi: seen.append((lo, hi)))
+    assert seen == [(71, 1000)]
+    first = margin_budget(on_rate, exact, 1.1, 1000,
+                          lambda lo, hi: configured_slots(policy, m, lambda p: 1.0, 60_000, lo, hi)[0])
+    assert first == 71 and policy.configure(m, 71).predicted_rate >= 60_000
 
 
 def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():

@@ -377,6 +377,18 @@ def test_where_the_key_groups_do_not_fold_the_model_holds():
         GroupShares(np.ones(1000))
 
 
+@pytest.mark.parametrize("p,m", [(41, 624), (7, 585), (300, 1000), (41, 1024)])
+def test_listed_key_hashes_give_the_busiest_task_at_every_max_parallelism(p, m):
+    """A job's own max parallelism that is not a power of two does not fold from 32,768 groups; the hash of
+    every key, where the data's keys are few enough to list, gives its groups all the same."""
+    stream = KeyedStream(3000, 0.6, 3, max_parallelism=m)
+    skew = KeySkew(0.002, groups=GroupShares(_data_groups(), stream.hashes, stream.weights))
+    assert skew.exact(m)
+    assert skew.busiest_share(p, m) == pytest.approx(stream.max_share(p), rel=1e-12)
+    with pytest.raises(ValueError):
+        GroupShares(_data_groups(), stream.hashes, stream.weights[:5])
+
+
 def test_the_bound_below_the_data_s_share_falls_as_tasks_are_added():
     skew = KeySkew(0.002, groups=GroupShares(_data_groups()))
     least = [skew.busiest_share(p, 4096, least=True) for p in range(1, 4097, 7)]

@@ -8,6 +8,7 @@ import random
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,8 @@ def test_distinct_keys_top_shares_and_concentration_of_hand_made_counts():
 
 
 @pytest.mark.parametrize("p,fixed", [(1, None), (2, None), (3, None), (7, None), (43, None), (85, None), (86, None),
-                                     (200, None), (5, 4096), (128, 128), (1000, 32768)])
+                                     (200, None), (5, 4096), (128, 128), (1000, 32768), (43, 624), (7, 585),
+                                     (300, 1000)])
 def test_busiest_task_share_is_the_brute_force_count(p, fixed):
     s = statistics_of_counts("Op#1", "bid.auction", ZIPFISH)
     m = keygroups.max_parallelism(p, fixed)
@@ -133,11 +135,22 @@ def test_the_busiest_task_carries_at_least_the_hottest_key_and_an_even_share():
         assert share >= 1 / p
 
 
-def test_key_groups_fold_only_to_divisors_of_the_recorded_resolution():
+def test_key_groups_fold_only_to_divisors_of_the_recorded_resolution_unless_every_key_is_listed():
     s = statistics_of_counts("Op#1", "bid.auction", {(1,): 2})
+    assert keystats.busiest_task_share(s, 4, 1000) == 1.0  # one key, listed: one task has it all
     with pytest.raises(ValueError):
-        keystats.busiest_task_share(s, 4, 1000)
+        keystats.busiest_task_share(replace(s, key_hashes=None), 4, 1000)
     assert keystats.busiest_task_share(statistics_of_counts("Op#1", "k", {(1,): 2}, hashed=False), 4) is None
+
+
+def test_key_hashes_are_listed_up_to_hashed_keys():
+    groups, hashes = keystats.hashed_counts([(7, 2), (7 + keystats.RECORDED_KEY_GROUPS, 3), (9, 1)], 3)
+    assert groups == {7: 5, 9: 1} and hashes == {7: 2, 7 + keystats.RECORDED_KEY_GROUPS: 3, 9: 1}
+    groups, hashes = keystats.hashed_counts([(7, 2), (9, 1)], keystats.HASHED_KEYS + 1)
+    assert groups == {7: 2, 9: 1} and hashes is None
+    many = statistics_of_counts("Op#1", "k", {(k,): 1 for k in range(keystats.HASHED_KEYS + 1)})
+    assert many.key_hashes is None and sum(many.key_groups.values()) == keystats.HASHED_KEYS + 1
+    assert len(statistics_of_counts("Op#1", "k", ZIPFISH).key_hashes) == len(ZIPFISH)
 
 
 def test_key_skew_from_data_is_the_exact_concentration_and_hottest_key():
@@ -253,7 +266,8 @@ def test_the_data_count_the_skew_where_no_run_contradicts_them():
     """The data's key groups are the skew at every parallelism, even where the law of the inferred H says
     more at the widest (a model of the same keys), unless a run's tasks took input the counts do not give
     them (more than 10 % of the busiest task's share off: another key, another data set); then the more
-    pessimistic of the two. A run over key groups that do not fold from the counts contradicts nothing."""
+    pessimistic of the two. A run over key groups that do not follow from the counts (not a power of two, the keys
+    too many to list) contradicts nothing."""
     from streambed.model.keyskew import GroupShares
 
     groups = GroupShares([0.3, 0.1, 0.2, 0.05, 0.05, 0.1, 0.1, 0.1])
@@ -281,6 +295,11 @@ def test_the_data_count_the_skew_where_no_run_contradicts_them():
     skewed = {"Join#3": [((4000.0, 1000.0, 1000.0, 1000.0), 128, 1e6)]}
     _, choices = keystats.skews_with_data({"Join#3": law}, [stats], 64, None, skewed)
     assert choices["Join#3"].source == "tasks" and not choices["Join#3"].counted
+    own = {"Join#3": [((4000.0, 1000.0, 1000.0, 1000.0), 585, 1e6)]}  # the job's own 585 groups: the keys listed
+    _, choices = keystats.skews_with_data({"Join#3": law}, [stats], 64, None, own)
+    assert choices["Join#3"].source == "tasks" and not choices["Join#3"].counted
+    _, choices = keystats.skews_with_data({"Join#3": law}, [replace(stats, key_hashes=None)], 64, None, own)
+    assert choices["Join#3"].source == "data" and choices["Join#3"].counted
     unhashed = statistics_of_counts("Join#3", "k", {(k,): 1 for k in range(500)}, hashed=False)
     _, choices = keystats.skews_with_data({"Join#3": law}, [unhashed], 64)
     assert choices["Join#3"].source == "tasks" and not choices["Join#3"].counted  # no groups counted

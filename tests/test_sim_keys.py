@@ -11,12 +11,12 @@ from streambed.testbed.sim.partitioning import keyed_streams
 from streambed.testbed.sim.profile import load_profile, parse_profile
 
 
-def _profile(max_parallelism=None):
+def _profile(max_parallelism=None, count=2500):
     data = {"name": "keys-test", "data_seed": 11, "operators": [
         {"name": "Calc#1", "kind": "filter", "rate": 4e5, "inputs": [{"from": "source", "selectivity": 1.0}]},
         {"name": "GroupAggregate#2", "kind": "aggregate", "rate": 4e5,
          "inputs": [{"from": "Calc#1", "selectivity": 0.5, "partitioning": "hash"}],
-         "keys": {"count": 2500, "zipf": 0.7, "hot": 0.01}},
+         "keys": {"count": count, "zipf": 0.7, "hot": 0.01}},
         {"name": "Sink#3", "kind": "sink", "rate": 2e6,
          "inputs": [{"from": "GroupAggregate#2", "selectivity": 0.1, "partitioning": "rebalance"}]}]}
     if max_parallelism:
@@ -38,16 +38,28 @@ def test_the_counted_key_groups_give_the_busiest_task_the_sim_runs(p):
     assert stats.concentration == pytest.approx(float(np.sum(stream.weights ** 2)), rel=1e-6)
 
 
-def test_a_profile_s_own_key_groups_that_do_not_fold_leave_the_model():
-    stats, = key_statistics(_profile(max_parallelism=1304)).operators
-    assert not keystats.key_skew(stats).exact(1304)
+@pytest.mark.parametrize("m", [624, 1304])
+def test_few_keys_give_the_busiest_task_at_a_job_s_own_key_groups(m):
+    profile = _profile(max_parallelism=m)
+    stats, = key_statistics(profile).operators
+    stream = keyed_streams(profile)["GroupAggregate#2"]
+    skew = keystats.key_skew(stats)
+    assert skew.exact(m)
+    for p in (7, 41, 300):
+        assert skew.busiest_share(p, m) == pytest.approx(stream.max_share(p), rel=1e-9)
+
+
+def test_many_keys_at_a_profile_s_own_key_groups_leave_the_model():
+    stats, = key_statistics(_profile(max_parallelism=1304, count=keystats.HASHED_KEYS + 1)).operators
+    assert stats.key_hashes is None
+    assert not keystats.key_skew(stats).exact(1304) and keystats.key_skew(stats).exact(1024)
 
 
 def test_sim_keys_writes_statistics_plan_reads(tmp_path):
     out = tmp_path / "keys" / "q5.json"
     result = json_result(streambed("sim", "keys", "--profile", "q5", "--out", str(out), "--json", cwd=tmp_path))
     assert {o["operator"] for o in result["operators"]} == set(load_profile("q5").query().keyed)
-    assert all("key_groups" not in o for o in result["operators"])  # the groups stay in the file
+    assert all("key_groups" not in o and "key_hashes" not in o for o in result["operators"])  # they stay in the file
     read = keystats.read(out)
     assert read.query == "q5" and all(o.key_groups for o in read.operators)
 

@@ -298,10 +298,11 @@ def test_key_statistics_of_the_data_give_the_skew_the_runs_could_not(tmp_path):
     assert entry.slots is None and f"{agg} sustains at most" in entry.unreachable
 
 
-def _zipf_head_plans(tmp_path, multiple: float):
+def _zipf_head_plans(tmp_path, multiple: float, **settings):
     """A Zipf 0.7 head over 2,500 keys behind the hot join's selective filter, explored at 4 GB and planned
-    for ``multiple`` x D's best MST without and with the sim's key statistics (`streambed sim keys`):
-    (the sim's truth of an entry's own configuration, the rate, the entry without, the plan with)."""
+    for ``multiple`` x D's best MST without and with the sim's key statistics (`streambed sim keys`), both with
+    the explorer ``settings`` given: (the sim's truth of an entry's own configuration, the rate, the entry
+    without, the plan with)."""
     from dataclasses import replace
 
     from streambed.model import Configuration
@@ -316,6 +317,7 @@ def _zipf_head_plans(tmp_path, multiple: float):
     with ledger:
         ex = explorer.explore([4096])
         rate = multiple * max(p.mst for p in ex.points)
+        explorer.settings = replace(explorer.settings, **settings)
         without = explorer.plan(ex, rate, [4096]).entry(4096)
         explorer.settings = replace(explorer.settings, key_statistics=(stats,))
         plan = explorer.plan(ex, rate, [4096])
@@ -355,6 +357,36 @@ def test_with_the_data_s_keys_the_safety_factor_costs_its_share_of_slots(tmp_pat
     assert said, entry.configured_from
     capped, exact, on_rate = (int(g.replace(",", "")) for g in said.groups())
     assert capped == math.ceil(1.1 * exact) < on_rate and entry.slots <= capped
+    assert own(entry) >= rate
+
+
+@pytest.mark.parametrize("rule", ["configured", "agree"])
+def test_with_the_data_s_keys_a_rate_beyond_the_trusted_range_is_sized_by_its_own_configuration(tmp_path, monkeypatch,
+                                                                                                rule):
+    """Beyond the trusted range (2 x the testbed's 16 slots here) where the families disagree (sqrt made to ask
+    10 x its slots), a plan with the data's key statistics takes the smallest budget between their answers whose
+    own configuration reaches the rate at the measured efficiency: marked beyond the trusted range, with the
+    checkpoint that would confirm it, and its own configuration sustains the rate (the sim's truth). Without the
+    keys, or with ``beyond_trusted_keys`` "agree", the disagreement leaves it unreachable."""
+    from streambed.planner import explorer as explorer_module
+
+    real = explorer_module.plans_by_family
+
+    def split(*args, **kwargs):
+        return {f: 10 * v if f == "sqrt" and v is not None else v for f, v in real(*args, **kwargs).items()}
+
+    monkeypatch.setattr(explorer_module, "plans_by_family", split)
+    own, rate, without, plan = _zipf_head_plans(tmp_path, 6, max_extrapolation=2.0, beyond_trusted_keys=rule)
+    entry = plan.entry(4096)
+    assert without.slots is None and "the families disagree" in without.unreachable
+    if rule == "agree":
+        assert entry.slots is None and "the families disagree" in entry.unreachable
+        return
+    assert entry.slots is not None and entry.beyond_trusted and entry.slots > entry.max_slots
+    assert entry.checkpoint == f"--checkpoint-slots {entry.slots}"
+    assert "sized by its own configuration with the data's keys" in entry.configured_from
+    reached = [v for v in entry.by_family.values() if v is not None]
+    assert min(reached) <= entry.model_slots and entry.slots <= 1.5 * max(reached)
     assert own(entry) >= rate
 
 

@@ -3,7 +3,8 @@
 For each keyed operator of the query whose key is a column of the data (model/keystats.QUERY_KEYS):
 the records it receives (events of its input kinds, after the query's filter on them; both sides of
 a join), counted per distinct key; from the counts, the number of distinct keys, the heaviest keys,
-the sum of squared counts (the concentration) and the records per key group of Flink's own hash.
+the sum of squared counts (the concentration) and the records per key group of Flink's own hash (and
+per key hash, where the keys are few: keystats.HASHED_KEYS).
 
 Spark counts the records per key; the driver hashes each distinct key with Flink's hash
 (model/keystats.key_group, checked against Flink's classes) while it streams the counts back
@@ -72,17 +73,16 @@ def statistics(rows: DataFrame, op: KeyedOperator) -> KeyStatistics:
         top = counts.orderBy(F.col("n").desc(), *keys).limit(keystats.TOP_KEYS).collect()
         total = counts.agg(F.sum("n").alias("records"), F.count(F.lit(1)).alias("keys"),
                            F.sum(F.col("n").cast("double") * F.col("n")).alias("squares")).collect()[0]
-        groups = None
+        groups = hashes = None
         if all(isinstance(rows.schema[k].dataType, (T.LongType, T.IntegerType)) for k in keys):
-            groups = {}
-            for r in counts.toLocalIterator():
-                g = keystats.key_group(tuple(r[k] for k in keys), keystats.RECORDED_KEY_GROUPS)
-                groups[g] = groups.get(g, 0) + r["n"]
+            groups, hashes = keystats.hashed_counts(
+                ((keystats.key_hash(tuple(r[k] for k in keys)), r["n"]) for r in counts.toLocalIterator()),
+                int(total["keys"]))
     finally:
         counts.unpersist()
     return KeyStatistics(op.operator, op.key, int(total["records"] or 0), int(total["keys"]),
                          float(total["squares"] or 0.0), tuple(int(r["n"]) for r in top),
-                         tuple(",".join(str(r[k]) for k in keys) for r in top), groups)
+                         tuple(",".join(str(r[k]) for k in keys) for r in top), groups, hashes)
 
 
 def run(spark: SparkSession, d: ds.DataSet, query: str, operators: Sequence[KeyedOperator]) -> DataKeyStatistics:

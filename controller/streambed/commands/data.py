@@ -314,8 +314,8 @@ def cmd_keys(args, out: Output) -> None:
         out.table(f"{s.operator}: the busiest task's share of its records",
                   ["tasks", "even", "by key group (Flink's hash)", "skew model (H, top 1)"], rows)
     out.info(f"written to {target}")
-    # stdout gets the figures; the key groups (up to 32,768 pairs) stay in the file
-    shown = [{**{k: v for k, v in s.to_dict().items() if k != "key_groups"},
+    # stdout gets the figures; the key groups and hashes stay in the file
+    shown = [{**s.figures(),
               "busiest_task_share": {str(p): keystats.busiest_task_share(s, p) for p in SHOWN_PARALLELISMS}}
              for s in result.operators]
     out.result({**result.to_dict(), "operators": shown, "path": str(target)})

@@ -247,7 +247,7 @@ def cmd_sim_keys(args, out: Output) -> None:
                 f"{s.concentration:.3g}"] for s in result.operators])
     out.info(f"written to {args.out}")
     out.result({**{k: v for k, v in result.to_dict().items() if k != "operators"}, "path": str(args.out),
-                "operators": [{k: v for k, v in s.to_dict().items() if k != "key_groups"} for s in result.operators]})
+                "operators": [s.figures() for s in result.operators]})
 
 
 def cmd_sim_generate(args, out: Output) -> None:

@@ -115,26 +115,37 @@ class GroupShares:
     """A data set's share of a keyed operator's records per key group of ``len(shares)`` (a power of two:
     model/keystats.py counts them at Flink's 32,768), from which the busiest task's share at any parallelism
     and any power-of-two max parallelism that divides it is exact for that data: Flink puts a key in group
-    murmur(hash) mod m, so the groups of m fold from the finer ones (keystats.fold_key_groups). Compared and
-    hashed by identity: one data set's shares, computed once."""
+    murmur(hash) mod m, so the groups of m fold from the finer ones (keystats.fold_key_groups). Where the
+    data's keys are few enough to be listed (``hashes``: each distinct murmur(hash) and its share,
+    keystats.HASHED_KEYS), the groups of every max parallelism are exact, a job's own 585 or 624 among them.
+    Compared and hashed by identity: one data set's shares, computed once."""
 
-    def __init__(self, shares: Sequence[float]):
+    def __init__(self, shares: Sequence[float], hashes: Sequence[int] | None = None,
+                 hash_shares: Sequence[float] | None = None):
         self.shares = np.asarray(shares, dtype=np.float64)
         n = len(self.shares)
         if n < 1 or n & (n - 1):
             raise ValueError(f"key group shares: {n} groups, expected a power of two")
+        if (hashes is None) != (hash_shares is None) or (hashes is not None and len(hashes) != len(hash_shares)):
+            raise ValueError("key hashes: expected one share per hash")
+        self.hashes = None if hashes is None else np.asarray(hashes, dtype=np.int64)
+        self.hash_shares = None if hash_shares is None else np.asarray(hash_shares, dtype=np.float64)
         self._folded: dict[int, np.ndarray] = {}
         self._busiest: dict[tuple[int, int], float] = {}
 
     def folds(self, max_parallelism: int) -> bool:
-        """Whether the groups of ``max_parallelism`` fold from these (a power of two no larger)."""
+        """Whether the groups of ``max_parallelism`` follow from these: a power of two no larger, or any
+        max parallelism up to theirs where every key's hash is listed."""
         m = int(max_parallelism)
-        return 1 <= m <= len(self.shares) and len(self.shares) % m == 0
+        return 1 <= m <= len(self.shares) and (len(self.shares) % m == 0 or self.hashes is not None)
 
     def folded(self, max_parallelism: int) -> np.ndarray:
         m = int(max_parallelism)
         if m not in self._folded:
-            self._folded[m] = self.shares.reshape(-1, m).sum(axis=0)
+            if len(self.shares) % m == 0:
+                self._folded[m] = self.shares.reshape(-1, m).sum(axis=0)
+            else:  # folds(m): every key's group is its hash mod m
+                self._folded[m] = np.bincount(self.hashes % m, weights=self.hash_shares, minlength=m)
         return self._folded[m]
 
     def tasks(self, parallelism: int, max_parallelism: int) -> np.ndarray:
@@ -155,7 +166,8 @@ class GroupShares:
         """Whether a run's tasks took input these counts do not give them (each run: per-task input rates by
         subtask index, its max parallelism, records counted), by more than COUNT_AGREEMENT of the busiest
         task's share: the data would then not be the keys the job hashed (another key, another data set).
-        A run over key groups that do not fold from these (a job's own max parallelism of 585) cannot."""
+        A run over key groups that do not follow from these (a job's own max parallelism of 585, keys too many to
+        list) cannot."""
         for task_input, m, _ in runs:
             measured = np.asarray(task_input, dtype=np.float64)
             if len(measured) < 2 or measured.sum() <= 0 or not self.folds(m):

@@ -7,7 +7,8 @@ distinct keys, the heaviest keys' shares and the concentration H = sum of the sq
 key group it lands in, so the share of the busiest of p tasks is also exact for this data: records
 are counted per key group at the finest resolution (32,768 groups, Flink's largest max parallelism)
 and folded for any power-of-two max parallelism (Flink's defaults), since a hash modulo m is the
-hash modulo 32,768 folded modulo m.
+hash modulo 32,768 folded modulo m. Where the data has at most HASHED_KEYS distinct keys, each key's
+hash is kept with its records, and the groups of any max parallelism follow (a job's own 624).
 
 The Spark job is spark/streambed_spark/keys.py; this module is pure: the query -> key mapping, the
 statistics and their JSON form, Flink's key hash, and the functions on counts.
@@ -37,6 +38,10 @@ RECORDED_KEY_GROUPS = keygroups.MAX_MAX_PARALLELISM
 """Key groups the statistics count records in: every power-of-two max parallelism up to it folds from them."""
 TOP_KEYS = 10
 """Heaviest keys kept (their counts), for the top-1 and top-10 shares."""
+HASHED_KEYS = 8192
+"""The most distinct keys whose hashes the statistics list (key_hashes): few keys are where the groups
+of a max parallelism that is not a power of two decide the busiest task (30 keys over a job's 624 groups),
+and a list of 8,192 pairs stays a small file."""
 FORMAT_VERSION = 1
 
 # -- which key each keyed operator uses ----------------------------------------------------------------------------
@@ -166,9 +171,14 @@ def spread_hash(code: int) -> int:
     return abs(signed) if signed != -(1 << 31) else 0
 
 
+def key_hash(values: Sequence[int]) -> int:
+    """The hash whose remainder modulo the max parallelism is the key group of a SQL key of BIGINT ``values``."""
+    return spread_hash(row_hash(values))
+
+
 def key_group(values: Sequence[int], max_parallelism: int) -> int:
     """The key group Flink assigns a SQL key of BIGINT ``values`` among ``max_parallelism`` groups."""
-    return spread_hash(row_hash(values)) % int(max_parallelism)
+    return key_hash(values) % int(max_parallelism)
 
 
 # -- statistics -------------------------------------------------------------------------------------------------
@@ -192,6 +202,9 @@ class KeyStatistics:
     key_groups: Mapping[int, int] | None = None
     """Records per key group of RECORDED_KEY_GROUPS (groups without records left out); None when the key
     is not hashed here (a key with a non-BIGINT column)."""
+    key_hashes: Mapping[int, int] | None = None
+    """Records per distinct key hash (Flink's murmur of the key's hash code: the key group is it modulo the
+    max parallelism), where the keys were hashed and are at most HASHED_KEYS; else None."""
 
     def __post_init__(self):
         if self.records < 0 or self.distinct_keys < 0 or self.distinct_keys > self.records:
@@ -213,17 +226,23 @@ class KeyStatistics:
              "top_counts": list(self.top_counts), "top_keys": list(self.top_keys),
              "key_groups_recorded": RECORDED_KEY_GROUPS}
         d["key_groups"] = None if self.key_groups is None else [[g, c] for g, c in sorted(self.key_groups.items())]
+        d["key_hashes"] = None if self.key_hashes is None else [[h, c] for h, c in sorted(self.key_hashes.items())]
         return d
+
+    def figures(self) -> dict:
+        """to_dict without the key groups and hashes (up to 32,768 pairs each): what a command prints."""
+        return {k: v for k, v in self.to_dict().items() if k not in ("key_groups", "key_hashes")}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "KeyStatistics":
-        groups = d.get("key_groups")
+        groups, hashes = d.get("key_groups"), d.get("key_hashes")
         if groups is not None and int(d.get("key_groups_recorded", RECORDED_KEY_GROUPS)) != RECORDED_KEY_GROUPS:
             raise ValueError(f"key groups recorded at {d['key_groups_recorded']}, expected {RECORDED_KEY_GROUPS}")
         return cls(str(d["operator"]), str(d["key"]), int(d["records"]), int(d["distinct_keys"]),
                    float(d["sum_squares"]), tuple(int(c) for c in d["top_counts"]),
                    tuple(str(k) for k in d.get("top_keys", ())),
-                   None if groups is None else {int(g): int(c) for g, c in groups})
+                   None if groups is None else {int(g): int(c) for g, c in groups},
+                   None if hashes is None else {int(h): int(c) for h, c in hashes})
 
 
 def statistics_of_counts(operator: str, key: str, counts: Mapping[tuple[int, ...], int],
@@ -231,14 +250,25 @@ def statistics_of_counts(operator: str, key: str, counts: Mapping[tuple[int, ...
     """The statistics of per-key record counts (key values -> records), key groups from Flink's hash when
     ``hashed``: what the Spark job computes, for counts small enough to hold in memory (tests, checks)."""
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    groups: dict[int, int] | None = {} if hashed else None
-    if groups is not None:
-        for k, c in counts.items():
-            g = key_group(k, RECORDED_KEY_GROUPS)
-            groups[g] = groups.get(g, 0) + c
+    groups = hashes = None
+    if hashed:
+        groups, hashes = hashed_counts(((key_hash(k), c) for k, c in counts.items()), len(counts))
     return KeyStatistics(operator, key, sum(counts.values()), len(counts), float(sum(c * c for c in counts.values())),
                          tuple(c for _, c in ordered[:TOP_KEYS]),
-                         tuple(",".join(map(str, k)) for k, _ in ordered[:TOP_KEYS]), groups)
+                         tuple(",".join(map(str, k)) for k, _ in ordered[:TOP_KEYS]), groups, hashes)
+
+
+def hashed_counts(keys: Iterable[tuple[int, int]], distinct_keys: int) -> tuple[dict[int, int], dict[int, int] | None]:
+    """Records per key group of RECORDED_KEY_GROUPS and, for at most HASHED_KEYS ``distinct_keys``, per key
+    hash, from (key hash, records) of each distinct key."""
+    groups: dict[int, int] = {}
+    hashes: dict[int, int] | None = {} if distinct_keys <= HASHED_KEYS else None
+    for h, c in keys:
+        g = h % RECORDED_KEY_GROUPS
+        groups[g] = groups.get(g, 0) + c
+        if hashes is not None:
+            hashes[h] = hashes.get(h, 0) + c
+    return groups, hashes
 
 
 def fold_key_groups(groups: Mapping[int, int], max_parallelism: int) -> list[int]:
@@ -256,15 +286,22 @@ def fold_key_groups(groups: Mapping[int, int], max_parallelism: int) -> list[int
 def busiest_task_share(stats: KeyStatistics, parallelism: int, max_parallelism: int | None = None) -> float | None:
     """The share of the operator's records its busiest of ``parallelism`` tasks receives over
     ``max_parallelism`` key groups (Flink's default for the parallelism when None): key groups to tasks by
-    KeyGroupRangeAssignment (group g to task g * p // m). None when the key groups are not known."""
+    KeyGroupRangeAssignment (group g to task g * p // m). None when the key groups are not known; ValueError
+    for groups that neither fold from RECORDED_KEY_GROUPS nor follow from listed key hashes."""
     if stats.key_groups is None or stats.records <= 0:
         return None
     p = int(parallelism)
     m = keygroups.max_parallelism(p, max_parallelism)
     if not 1 <= p <= m:
         raise ValueError(f"parallelism {p}: expected 1 to the max parallelism {m}")
+    if stats.key_hashes is not None and RECORDED_KEY_GROUPS % m:
+        groups = [0] * m
+        for h, c in stats.key_hashes.items():
+            groups[h % m] += c
+    else:
+        groups = fold_key_groups(stats.key_groups, m)
     tasks = [0] * p
-    for g, c in enumerate(fold_key_groups(stats.key_groups, m)):
+    for g, c in enumerate(groups):
         tasks[g * p // m] += c
     return max(tasks) / stats.records
 
@@ -279,7 +316,9 @@ def key_skew(stats: KeyStatistics) -> KeySkew:
         counts = np.zeros(RECORDED_KEY_GROUPS)
         for g, c in stats.key_groups.items():
             counts[g] = c
-        groups = GroupShares(counts / stats.records)
+        listed = sorted((stats.key_hashes or {}).items())
+        groups = GroupShares(counts / stats.records, *(
+            ([h for h, _ in listed], [c / stats.records for _, c in listed]) if stats.key_hashes is not None else ()))
     return KeySkew(min(1.0, stats.concentration), min(1.0, stats.top_share(1)), groups=groups)
 
 

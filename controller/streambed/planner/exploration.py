@@ -43,6 +43,11 @@ class ExplorerSettings:
     beyond_trusted: str = "agree"
     """Where a plan beyond the model's trusted range starts (caveats.beyond_trusted_start); "off": such a rate is
     unreachable, as the guard rails alone say."""
+    beyond_trusted_keys: str = "configured"
+    """With the data's key statistics, where beyond the trusted range the families disagree: "configured", the
+    smallest budget from the smallest family's answer to ``max_family_spread`` x the largest whose own
+    configuration reaches the rate at the measured efficiency (ResourceExplorer._beyond_trusted); "agree":
+    unreachable, as without them."""
     confirm_rounds: int = 3
     """A plan the testbed can hold is measured in its own configuration (ResourceExplorer.confirm) and, where
     short of the rate, made again with that measurement in D, at most this many times; 0: never measured."""

@@ -309,7 +309,8 @@ class ResourceExplorer:
                 # the data's keys give each busiest task's share at any width: the factor on the slots
                 # where on the rate it would cost more (sizing.margin_budget)
                 exact, _ = configured_slots(policy, metrics, eta, rate, solve.slots, slots or solve.max_slots)
-                capped = margin_budget(slots, exact, s.safety, solve.max_slots)
+                capped = margin_budget(slots, exact, s.safety, solve.max_slots, lambda lo, hi: configured_slots(
+                    policy, metrics, eta, rate, lo, hi)[0])
                 if capped != slots:
                     origin += (f"; the safety factor on the slots: {capped:,}, {s.safety:g} x the {exact:,} whose "
                                f"configuration reaches the rate (on the rate: "
@@ -435,7 +436,10 @@ class ResourceExplorer:
         efficiency measured, reaches the rate. Still unreachable, naming the ceiling, when the chosen family
         reaches the rate nowhere (a flat tail) or no configuration does (a hot key, key groups exhausted,
         the efficiency's decline); otherwise a plan marked ``beyond_trusted``, with every family's unbounded
-        answer and the staged measurement that would confirm it."""
+        answer and the staged measurement that would confirm it. Where the families disagree and the plan has the
+        data's key statistics (``beyond_trusted_keys``), the budget is the last pass's own answer between theirs:
+        the policy's capacities with the data's key shares, at the measured efficiency, instead of a curve's
+        tail no measurement reached."""
         s, query = self.settings, self.optimizer.query
         capped, unshown = self._capped(ex, memory_mb, rate)
         if capped:  # a hot key or exhausted key groups: no budget beyond the range either
@@ -448,27 +452,35 @@ class ResourceExplorer:
         answers = plans_by_family(obs, self.features(ex), s.families, memory_mb, rate, safety=s.safety,
                                   min_slots=query.size, max_slots=s.max_plan_slots, settings=unbounded)
         start = caveats.beyond_trusted_start(answers, model.family, s.beyond_trusted)
+        reached = [v for v in answers.values() if v is not None]
+        # the last pass may grow the families' answer by their own agreement's margin, no further: a
+        # configuration that needs more rests on the efficiency's trend alone (and scanning to 100,000
+        # slots took the skew-aware policy most of a minute on q8)
+        limit = None if start is None else min(s.max_plan_slots, math.ceil(s.max_family_spread * start))
+        configured = (start is None and s.key_statistics and s.beyond_trusted_keys == "configured"
+                      and answers.get(model.family) is not None)
+        if configured:  # the data's keys: the policy's capacities, not a family's tail, between the answers
+            start, limit = min(reached), min(s.max_plan_slots, math.ceil(s.max_family_spread * max(reached)))
+        given = ", ".join(f"{f} {v:,}" if v is not None else f"{f} none" for f, v in answers.items())
         if start is None:
             if answers.get(model.family) is None:
                 why = (f"the {model.family} model, solved without its guard rails, reaches the rate at no budget up to "
                        f"{s.max_plan_slots:,} slots: the measurements level off (a ceiling)")
             else:
-                given = ", ".join(f"{f} {v:,}" if v is not None else f"{f} none" for f, v in answers.items())
-                reached = [v for v in answers.values() if v is not None]
                 why = (f"solved without their guard rails, the families disagree ({given} slots): the measurements "
                        f"cannot tell which curve holds out there; a staged measurement (--checkpoint-slots "
                        f"{max(reached):,}) would")
             return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Beyond the trusted range, {why}.")
-        # the last pass may grow the families' answer by their own agreement's margin, no further: a
-        # configuration that needs more rests on the efficiency's trend alone (and scanning to 100,000
-        # slots took the skew-aware policy most of a minute on q8)
-        limit = min(s.max_plan_slots, math.ceil(s.max_family_spread * start))
         solve = Solve(start, limit, entry.max_rate or 0.0)
         planned = self._configure(ex, memory_mb, rate, solve, answers, model, fits)
+        said = (f"the families disagree ({given} slots)" if configured else f"the families agree on {start:,} slots")
         if planned.slots is None:
-            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Solved without their guard rails, the "
-                           f"families agree on {start:,} slots, but no configuration up to {limit:,} reaches the rate at "
-                           f"the share of its predicted rate the measured budgets reached.")
+            return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Solved without their guard rails, "
+                           f"{said}, but no configuration from {start:,} to {limit:,} slots reaches the rate at the "
+                           f"share of its predicted rate the measured budgets reached.")
+        if configured:
+            planned = replace(planned, configured_from=f"{planned.configured_from}; beyond the trusted range {said}: "
+                              f"sized by its own configuration with the data's keys")
         return replace(planned, max_slots=entry.max_slots, max_rate=entry.max_rate, beyond_trusted=True,
                        checkpoint=f"--checkpoint-slots {planned.slots}")
 
