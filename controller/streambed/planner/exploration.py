@@ -43,6 +43,10 @@ class ExplorerSettings:
     beyond_trusted: str = "agree"
     """Where a plan beyond the model's trusted range starts (caveats.beyond_trusted_start); "off": such a rate is
     unreachable, as the guard rails alone say."""
+    below_model_with_keys: float = FAMILY_SPREAD_LIMIT
+    """With the data's key statistics, the last pass scans from the model's budget divided by this (the
+    families' own agreement margin) for the smallest whose configuration reaches the rate, where without
+    them it only grows the model's budget (ResourceExplorer._configure); 1: the same with them."""
     beyond_trusted_keys: str = "configured"
     """With the data's key statistics, where beyond the trusted range the families disagree: "configured", the
     smallest budget from the smallest family's answer to ``max_family_spread`` x the largest whose own

@@ -49,7 +49,7 @@ from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
 from .sizing import (MEASURE_NEXT, Solve, confirm_step, configured_slots, efficiency, guarded_solve, hidden_keys, configuration_gain,
                      key_warning, margin_budget, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
-                     risk_of, trusted_slots)
+                     rates_hold, risk_of, trusted_slots)
 from .surrogates import bootstrap_fits, fit, predictions
 
 
@@ -286,12 +286,30 @@ class ResourceExplorer:
         per_memory = [measured_etas(ex.points, m, predictor(policy, self.final_metrics(ex, m)[0])) for m in spans]
         return efficiency(ex.points, memory_mb, predictor(policy, metrics), decline=pooled_decline(per_memory))
 
+    def rates_hold(self, ex: Exploration, memory_mb: int) -> bool:
+        """Whether D's runs of ``memory_mb`` read their tasks' rates holding as the budget grows
+        (sizing.rates_hold): each run's MST over the policy's prediction of its configuration from the
+        smallest run's rates (with the plan's key skew). The rules that trust the configuration's capacity
+        with the data's keys need it: the capacity is the policy's from the rates read, and the data counts
+        the keys, not a slowdown of every task."""
+        runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0
+                and p.phase != CHECKPOINT]
+        if not runs:
+            return False
+        smallest = min(runs, key=lambda p: (p.slots, -p.mst))
+        skews, _ = self.key_skew(ex)
+        metrics = SingleTaskMetrics.from_measurement(self.optimizer.query, memory_mb,
+                                                     Measurement.from_dict(smallest.measurement)).with_key_skew(skews)
+        return rates_hold(measured_etas(runs, memory_mb, predictor(self.optimizer.policy, metrics)))
+
     def _configure(self, ex: Exploration, memory_mb: int, rate: float, solve: Solve, alternatives: dict,
                    model: Surrogate, fits: Sequence[Surrogate]) -> PlanEntry:
         """The plan's last pass for one memory per slot (section VI, "Model usage"): the policy's
         configuration of the model's budget, checked against the efficiency the testbed measured and
         grown until that configuration reaches the rate; where Flink's default key groups cost slots,
-        the same with the job's max parallelism set (planned_max_parallelism)."""
+        the same with the job's max parallelism set (planned_max_parallelism). With the data's key statistics
+        the scan starts below the model's budget (``below_model_with_keys``): the configuration's capacity,
+        with the data's exact key shares at the measured efficiency, is what the curve approximates."""
         s, m, policy = self.settings, memory_mb, self.optimizer.policy
         metrics, origin = self.final_metrics(ex, m)
         eff = self.memory_efficiency(ex, m, metrics)
@@ -299,16 +317,19 @@ class ResourceExplorer:
         if eff is not None:
             eta, top, eta_top = eff
             need = rate * (1.0 if s.risk is not None else s.safety)
-            slots, most = configured_slots(policy, metrics, eta, need, solve.slots, solve.max_slots)
-            if self.optimizer.query.keyed and (slots is None or slots > solve.slots):
+            start = solve.slots
+            if s.key_statistics and s.below_model_with_keys > 1 and self.rates_hold(ex, m):
+                start = max(self.optimizer.query.size, math.ceil(solve.slots / s.below_model_with_keys))
+            slots, most = configured_slots(policy, metrics, eta, need, start, solve.max_slots)
+            if self.optimizer.query.keyed and (slots is None or slots > start):
                 fixed = replace(metrics, max_parallelism=planned_max_parallelism(slots or solve.max_slots))
-                fixed_slots, fixed_most = configured_slots(policy, fixed, eta, need, solve.slots, solve.max_slots)
+                fixed_slots, fixed_most = configured_slots(policy, fixed, eta, need, start, solve.max_slots)
                 if fixed_slots is not None and (slots is None or fixed_slots < slots):
                     slots, most, metrics, max_parallelism = fixed_slots, fixed_most, fixed, fixed.max_parallelism
             if s.key_statistics and need > rate:
                 # the data's keys give each busiest task's share at any width: the factor on the slots
                 # where on the rate it would cost more (sizing.margin_budget)
-                exact, _ = configured_slots(policy, metrics, eta, rate, solve.slots, slots or solve.max_slots)
+                exact, _ = configured_slots(policy, metrics, eta, rate, start, slots or solve.max_slots)
                 capped = margin_budget(slots, exact, s.safety, solve.max_slots, lambda lo, hi: configured_slots(
                     policy, metrics, eta, rate, lo, hi)[0])
                 if capped != slots:
@@ -458,7 +479,7 @@ class ResourceExplorer:
         # slots took the skew-aware policy most of a minute on q8)
         limit = None if start is None else min(s.max_plan_slots, math.ceil(s.max_family_spread * start))
         configured = (start is None and s.key_statistics and s.beyond_trusted_keys == "configured"
-                      and answers.get(model.family) is not None)
+                      and answers.get(model.family) is not None and self.rates_hold(ex, memory_mb))
         if configured:  # the data's keys: the policy's capacities, not a family's tail, between the answers
             start, limit = min(reached), min(s.max_plan_slots, math.ceil(s.max_family_spread * max(reached)))
         given = ", ".join(f"{f} {v:,}" if v is not None else f"{f} none" for f, v in answers.items())
