@@ -407,8 +407,9 @@ configuration of P slots sustains 10^6 sqrt(P) events/s, as a job bound by somet
 sees would be."""
 
 
-def test_where_the_runs_rates_fall_with_the_budget_the_configuration_is_not_trusted_beyond_them(tmp_path,
-                                                                                                   monkeypatch):
+@pytest.mark.parametrize("floor", [None, 0.0])
+def test_where_the_runs_rates_fall_with_the_budget_the_configuration_is_not_trusted_beyond_them(
+        tmp_path, monkeypatch, floor):
     """The keyed query of the tests above under a law that slows every task as the budget grows: its runs read
     MSTs falling below what the smallest run's rates predict (sizing.rates_hold), so with the data's keys the
     plan neither scans below the model's budget nor sizes a disagreement beyond the trusted range by its
@@ -423,8 +424,12 @@ def test_where_the_runs_rates_fall_with_the_budget_the_configuration_is_not_trus
         f: 10 * v if f == "sqrt" and v is not None else v for f, v in real(*a, **k).items()})
     text = HOT_JOIN.replace("defaults:", SLOWING_LAW + "defaults:")
     monkeypatch.setattr(sys.modules[__name__], "HOT_JOIN", text)
-    own, rate, without, plan = _zipf_head_plans(tmp_path, 3, max_extrapolation=2.0)
+    own, rate, without, plan = _zipf_head_plans(tmp_path, 3, max_extrapolation=2.0,
+                                                **({} if floor is None else {"rates_hold_floor": floor}))
     entry = plan.entry(4096)
+    if floor == 0.0:  # the guard off: sized by the configuration, which the law makes short
+        assert entry.beyond_trusted and own(entry) < rate
+        return
     assert entry.slots is None and "the families disagree" in entry.unreachable
     assert "a staged measurement (--checkpoint-slots" in entry.unreachable
     assert rates_hold([(4, 1.0), (48, 0.95)]) and not rates_hold([(4, 0.8), (48, 0.66)])

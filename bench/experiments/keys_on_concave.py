@@ -1,9 +1,10 @@
 """Plans with the data's key statistics on profiles whose truth bends for a reason no configuration model
 sees: keyed profiles under an analytic law f(M, P) that slows every task as P grows (``--profiles``: YAML
 files with an ``analytic`` block and keyed ``operators``, e.g. q8's operators with paper-q8-sqrt's law),
-under three settings: neither rule that trusts the configuration with the data's keys
-(``beyond_trusted_keys`` "agree", ``below_model_with_keys`` 1), the beyond-trusted one, and both. A query that
-bends for another reason (the network, coordination) must not be under-provisioned by them.
+under four settings: neither rule that trusts the configuration with the data's keys
+(``beyond_trusted_keys`` "agree", ``below_model_with_keys`` 1), the beyond-trusted one, both, and both without
+the guard of the runs' rates holding (``rates_hold_floor`` 0). A query that bends for another reason (the
+network, coordination) must not be under-provisioned by them.
 
     PYTHONPATH=controller:bench .venv/bin/python bench/experiments/keys_on_concave.py --profiles A.yaml,B.yaml --out DIR
 
@@ -22,7 +23,9 @@ from evaluate import data_key_statistics, judged_plan
 
 SETTINGS = {"neither": {"beyond_trusted_keys": "agree", "below_model_with_keys": 1.0},
             "beyond-trusted": {"beyond_trusted_keys": "configured", "below_model_with_keys": 1.0},
-            "both": {"beyond_trusted_keys": "configured", "below_model_with_keys": 1.5}}
+            "both": {"beyond_trusted_keys": "configured", "below_model_with_keys": 1.5},
+            "both-unguarded": {"beyond_trusted_keys": "configured", "below_model_with_keys": 1.5,
+                               "rates_hold_floor": 0.0}}
 
 
 def one(args: tuple[str, float, str, str]) -> dict:

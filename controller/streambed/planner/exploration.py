@@ -11,6 +11,15 @@ from ..model import FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, Features, Obs
 from .optimizer import OptimizerResult
 
 
+RATES_HOLD = 0.90
+"""How far the runs' MSTs may fall below what the smallest run's rates predict for them, at the largest budget
+against the smallest, for a plan to trust its configuration's capacity beyond the budgets D measured
+(sizing.rates_hold). Section G's recorded explorations of seeds 20261207, 20261210 and 20261211 read a
+median of 0.98 and 11 of 60 below 0.90 (states outgrowing the slot, hot keys: rates that do fall with the
+load); q8's keyed operators under the paper's sqrt law, whose every task slows as the budget grows, 0.83
+(bench/experiments/keys_on_concave.py, docs/evaluation.md)."""
+
+
 @dataclass(frozen=True)
 class ExplorerSettings:
     """The Resource Explorer's settings: its search, its stop rule and its plan's guard rails (section VI)."""
@@ -47,6 +56,9 @@ class ExplorerSettings:
     """With the data's key statistics, the last pass scans from the model's budget divided by this (the
     families' own agreement margin) for the smallest whose configuration reaches the rate, where without
     them it only grows the model's budget (ResourceExplorer._configure); 1: the same with them."""
+    rates_hold_floor: float = RATES_HOLD
+    """The least share of the smallest budget's efficiency the largest keeps for the rules that trust the
+    configuration's capacity with the data's keys to apply (sizing.rates_hold); 0: always."""
     beyond_trusted_keys: str = "configured"
     """With the data's key statistics, where beyond the trusted range the families disagree: "configured", the
     smallest budget from the smallest family's answer to ``max_family_spread`` x the largest whose own

@@ -300,7 +300,8 @@ class ResourceExplorer:
         skews, _ = self.key_skew(ex)
         metrics = SingleTaskMetrics.from_measurement(self.optimizer.query, memory_mb,
                                                      Measurement.from_dict(smallest.measurement)).with_key_skew(skews)
-        return rates_hold(measured_etas(runs, memory_mb, predictor(self.optimizer.policy, metrics)))
+        return rates_hold(measured_etas(runs, memory_mb, predictor(self.optimizer.policy, metrics)),
+                          self.settings.rates_hold_floor)
 
     def _configure(self, ex: Exploration, memory_mb: int, rate: float, solve: Solve, alternatives: dict,
                    model: Surrogate, fits: Sequence[Surrogate]) -> PlanEntry:

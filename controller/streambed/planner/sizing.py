@@ -20,7 +20,7 @@ import numpy as np
 
 from ..model import Features, Observation, SingleTaskMetrics, Surrogate, keygroups
 from ..model.keyskew import max_z
-from .exploration import ExplorationPoint, ExplorerSettings
+from .exploration import RATES_HOLD, ExplorationPoint, ExplorerSettings
 from .policies import skew
 from .surrogates import fit, inverse_solve, predictions
 
@@ -214,15 +214,6 @@ def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Call
         return max(0.0, eta_top + min(slope, 0.0) * (spread(max(slots, top)) - spread(top)))
 
     return eta, top, eta_top
-
-
-RATES_HOLD = 0.90
-"""How far the runs' MSTs may fall below what the smallest run's rates predict for them, at the largest budget
-against the smallest, for a plan to trust its configuration's capacity beyond the budgets D measured
-(rates_hold). Section G's recorded explorations of seeds 20261207, 20261210 and 20261211 read a median of 0.98
-and 11 of 60 below 0.90 (states outgrowing the slot, hot keys: rates that do fall with the load); q8's keyed
-operators under the paper's sqrt law, whose every task slows as the budget grows, 0.83
-(bench/experiments/keys_on_concave.py, docs/evaluation.md)."""
 
 
 def rates_hold(etas: Sequence[tuple[int, float]], floor: float = RATES_HOLD) -> bool:
