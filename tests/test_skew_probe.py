@@ -176,6 +176,15 @@ def test_the_other_beyond_trusted_rules():
         caveats.beyond_trusted_start(answers, "sqrt", "largest")
 
 
+@pytest.mark.parametrize("field,value", [("beyond_trusted_keys", "largest"), ("below_model_with_keys", 0.5),
+                                         ("rates_hold_floor", 1.5)])
+def test_the_settings_of_the_rules_with_the_data_s_keys_refuse_a_value_out_of_range(field, value):
+    from streambed.planner.exploration import ExplorerSettings
+
+    with pytest.raises(ValueError, match=field):
+        ExplorerSettings(**{field: value})
+
+
 def test_plan_json_round_trip_keeps_the_new_fields():
     e = PlanEntry(4096, 10, 1e6, {"a": 4, "b": 6}, 1.1e6, {"linear": 10}, "x", 8, 9e5, unseen=("a: not seen",),
                   beyond_trusted=True, checkpoint="--checkpoint-slots 10")

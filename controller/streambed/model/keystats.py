@@ -316,9 +316,11 @@ def key_skew(stats: KeyStatistics) -> KeySkew:
         counts = np.zeros(RECORDED_KEY_GROUPS)
         for g, c in stats.key_groups.items():
             counts[g] = c
-        listed = sorted((stats.key_hashes or {}).items())
-        groups = GroupShares(counts / stats.records, *(
-            ([h for h, _ in listed], [c / stats.records for _, c in listed]) if stats.key_hashes is not None else ()))
+        hashes = shares = None
+        if stats.key_hashes is not None:
+            hashes = list(stats.key_hashes)
+            shares = [c / stats.records for c in stats.key_hashes.values()]
+        groups = GroupShares(counts / stats.records, hashes, shares)
     return KeySkew(min(1.0, stats.concentration), min(1.0, stats.top_share(1)), groups=groups)
 
 

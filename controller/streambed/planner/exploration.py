@@ -11,13 +11,15 @@ from ..model import FAMILIES, FAMILY_SPREAD_LIMIT, MAX_PLAN_SLOTS, Features, Obs
 from .optimizer import OptimizerResult
 
 
+BEYOND_TRUSTED_KEYS = ("configured", "agree")
+"""ExplorerSettings.beyond_trusted_keys' values."""
 RATES_HOLD = 0.90
 """How far the runs' MSTs may fall below what the smallest run's rates predict for them, at the largest budget
 against the smallest, for a plan to trust its configuration's capacity beyond the budgets D measured
 (sizing.rates_hold). Section G's recorded explorations of seeds 20261207, 20261210 and 20261211 read a
 median of 0.98 and 11 of 60 below 0.90 (states outgrowing the slot, hot keys: rates that do fall with the
-load); q8's keyed operators under the paper's sqrt law, whose every task slows as the budget grows, 0.83
-(bench/experiments/keys_on_concave.py, docs/evaluation.md)."""
+load; bench/experiments/rates_kept.py); q8's keyed operators under the paper's sqrt law, whose every task slows
+as the budget grows, 0.83 (bench/experiments/keys_on_concave.py, docs/evaluation.md)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,15 @@ class ExplorerSettings:
     """Key statistics of the data set the campaign replays (model/keystats.KeyStatistics, one per keyed
     operator): the skew model takes their counted key groups where no run contradicts them, else the more
     pessimistic of them and the skew inferred from the runs (keystats.skews_with_data)."""
+
+    def __post_init__(self):
+        if self.beyond_trusted_keys not in BEYOND_TRUSTED_KEYS:
+            raise ValueError(f"beyond_trusted_keys {self.beyond_trusted_keys!r}: expected one of "
+                             f"{', '.join(BEYOND_TRUSTED_KEYS)}")
+        if self.below_model_with_keys < 1:
+            raise ValueError(f"below_model_with_keys {self.below_model_with_keys}: expected 1 or more")
+        if not 0 <= self.rates_hold_floor <= 1:
+            raise ValueError(f"rates_hold_floor {self.rates_hold_floor}: expected 0 to 1")
 
 
 CHECKPOINT = "checkpoint"

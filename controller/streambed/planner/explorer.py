@@ -286,22 +286,25 @@ class ResourceExplorer:
         per_memory = [measured_etas(ex.points, m, predictor(policy, self.final_metrics(ex, m)[0])) for m in spans]
         return efficiency(ex.points, memory_mb, predictor(policy, metrics), decline=pooled_decline(per_memory))
 
-    def rates_hold(self, ex: Exploration, memory_mb: int) -> bool:
-        """Whether D's runs of ``memory_mb`` read their tasks' rates holding as the budget grows
-        (sizing.rates_hold): each run's MST over the policy's prediction of its configuration from the
-        smallest run's rates (with the plan's key skew). The rules that trust the configuration's capacity
-        with the data's keys need it: the capacity is the policy's from the rates read, and the data counts
-        the keys, not a slowdown of every task."""
+    def measured_from_smallest(self, ex: Exploration, memory_mb: int) -> list[tuple[int, float]]:
+        """(slots, eta) of D's runs of ``memory_mb``: each run's MST over the policy's prediction of its
+        configuration from the smallest run's rates (with the plan's key skew); empty without runs."""
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0
                 and p.phase != CHECKPOINT]
         if not runs:
-            return False
+            return []
         smallest = min(runs, key=lambda p: (p.slots, -p.mst))
         skews, _ = self.key_skew(ex)
         metrics = SingleTaskMetrics.from_measurement(self.optimizer.query, memory_mb,
                                                      Measurement.from_dict(smallest.measurement)).with_key_skew(skews)
-        return rates_hold(measured_etas(runs, memory_mb, predictor(self.optimizer.policy, metrics)),
-                          self.settings.rates_hold_floor)
+        return measured_etas(runs, memory_mb, predictor(self.optimizer.policy, metrics))
+
+    def rates_hold(self, ex: Exploration, memory_mb: int) -> bool:
+        """Whether D's runs of ``memory_mb`` read their tasks' rates holding as the budget grows
+        (sizing.rates_hold on measured_from_smallest). The rules that trust the configuration's capacity
+        with the data's keys need it: the capacity is the policy's from the rates read, and the data counts
+        the keys, not a slowdown of every task."""
+        return rates_hold(self.measured_from_smallest(ex, memory_mb), self.settings.rates_hold_floor)
 
     def _configure(self, ex: Exploration, memory_mb: int, rate: float, solve: Solve, alternatives: dict,
                    model: Surrogate, fits: Sequence[Surrogate]) -> PlanEntry:

@@ -216,18 +216,24 @@ def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Call
     return eta, top, eta_top
 
 
-def rates_hold(etas: Sequence[tuple[int, float]], floor: float = RATES_HOLD) -> bool:
-    """Whether the tasks' rates hold as the budget grows: ``etas`` are (slots, MST over the prediction from the
-    smallest budget's rates) of every budget measured; at the largest budget (its lowest) at least ``floor`` x
-    the smallest budget's (its highest). A query that bends for a reason the configuration does not see (the
-    network, coordination; an analytic law on the sim) reads its rates falling; one whose curve bends only by
-    its key skew and key groups does not, since the prediction counts those. False with one budget."""
+def rates_kept(etas: Sequence[tuple[int, float]]) -> float | None:
+    """How much of the smallest budget's efficiency the largest keeps: ``etas`` are (slots, MST over the
+    prediction from the smallest budget's rates) of every budget measured; the largest budget's (its lowest)
+    over the smallest's (its highest). None with one budget."""
     budgets = sorted({s for s, _ in etas})
     if len(budgets) < 2:
-        return False
-    low = min(e for s, e in etas if s == budgets[-1])
+        return None
     high = max(e for s, e in etas if s == budgets[0])
-    return high > 0 and low >= floor * high
+    return min(e for s, e in etas if s == budgets[-1]) / high if high > 0 else None
+
+
+def rates_hold(etas: Sequence[tuple[int, float]], floor: float = RATES_HOLD) -> bool:
+    """Whether the tasks' rates hold as the budget grows: rates_kept at least ``floor``. A query that bends for
+    a reason the configuration does not see (the network, coordination; an analytic law on the sim) reads its
+    rates falling; one whose curve bends only by its key skew and key groups does not, since the prediction
+    counts those. False with one budget."""
+    kept = rates_kept(etas)
+    return kept is not None and kept >= floor
 
 
 def configured_slots(policy, metrics: SingleTaskMetrics, eta: Callable[[int], float], need: float, start: int,
