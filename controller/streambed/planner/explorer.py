@@ -332,10 +332,21 @@ class ResourceExplorer:
                     slots, most, metrics, max_parallelism = fixed_slots, fixed_most, fixed, fixed.max_parallelism
             if s.key_statistics and need > rate:
                 # the data's keys give each busiest task's share at any width: the factor on the slots
-                # where on the rate it would cost more (sizing.margin_budget)
-                exact, _ = configured_slots(policy, metrics, eta, rate, start, slots or solve.max_slots)
-                capped = margin_budget(slots, exact, s.safety, solve.max_slots, lambda lo, hi: configured_slots(
-                    policy, metrics, eta, rate, lo, hi)[0])
+                # where on the rate it would cost more (sizing.margin_budget), over the key groups whose
+                # configuration reaches the rate on fewer slots (Flink's default ones or the job's own)
+                candidates = [(metrics, max_parallelism)]
+                if self.optimizer.query.keyed and max_parallelism is None:
+                    fixed = replace(metrics, max_parallelism=planned_max_parallelism(slots or solve.max_slots))
+                    candidates.append((fixed, fixed.max_parallelism))
+                capped, exact = slots, None
+                for kind, (keys, groups) in enumerate(candidates):
+                    reaching, _ = configured_slots(policy, keys, eta, rate, start, slots or solve.max_slots)
+                    budget = margin_budget(slots, reaching, s.safety, solve.max_slots, lambda lo, hi: configured_slots(
+                        policy, keys, eta, rate, lo, hi)[0])
+                    if kind == 0 or (budget != slots and budget is not None and (capped is None or budget < capped)):
+                        capped, exact = budget, reaching
+                        if budget != slots:
+                            metrics, max_parallelism = keys, groups
                 if capped != slots:
                     origin += (f"; the safety factor on the slots: {capped:,}, {s.safety:g} x the {exact:,} whose "
                                f"configuration reaches the rate (on the rate: "
