@@ -42,7 +42,7 @@ from .estimator import Estimator
 from .exploration import CHECKPOINT, CONFIRM, LOAD_PROBE, PROBE, Exploration, ExplorationPoint, ExplorerSettings
 from .policies import skew
 from .memory import heaviest_loads
-from .probes import (LOAD_PROBE_GAIN, load_probe_configuration, load_probe_targets, probe_configuration, probe_targets,
+from .probes import (LOAD_PROBE_GAIN, decides, load_probe_configuration, load_probe_targets, probe_configuration, probe_targets,
                      probe_width, widest_runs)
 from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
@@ -618,8 +618,9 @@ class ResourceExplorer:
         query = self.optimizer.query
         width = probe_width(self.info.max_slots, query.size, query.max_parallelism)
         widest = widest_runs(p.configuration for p in (*ex.points, *ex.probes) if p.mst > 0)
+        suspects = self.hidden_key_operators(ex, plan)
         targets = probe_targets([e.configuration for e in plan.entries if e.configuration], widest, query.keyed, width,
-                                suspects=self.hidden_key_operators(ex, plan))
+                                suspects=suspects, decisive=self.decisive_probes(ex, plan, suspects, width))
         memory = max(p.memory_mb for p in ex.points)
         new = []
         for op in targets:
@@ -640,6 +641,21 @@ class ResourceExplorer:
                 if e.max_parallelism:
                     metrics = replace(metrics, max_parallelism=e.max_parallelism)
                 out |= set(hidden_keys(metrics, e.configuration, plan.rate))
+        return out
+
+    def decisive_probes(self, ex: Exploration, plan: Plan, suspects: set[str], width: int) -> set[str]:
+        """The ``suspects`` a probe of ``width`` tasks would settle for every entry of ``plan`` that runs them
+        (probes.decides): any key that holds them below the rate stands out there."""
+        out: set[str] = set()
+        for op in suspects:
+            verdicts = []
+            for e in plan.entries:
+                if e.configuration and op in e.configuration:
+                    metrics, _ = self.final_metrics(ex, e.memory_mb)
+                    fixed = e.max_parallelism or metrics.max_parallelism
+                    verdicts.append(decides(dict(metrics.operators)[op], width, e.configuration[op], plan.rate, fixed))
+            if verdicts and all(verdicts):
+                out.add(op)
         return out
 
     def _measure_probe(self, ex: Exploration, estimator: Estimator, cfg: Configuration, memory_mb: int, op: str,
