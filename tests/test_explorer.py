@@ -376,6 +376,33 @@ def test_the_safety_factor_past_a_key_group_step_costs_its_share_of_slots_not_do
     assert first == 71 and policy.configure(m, 71).predicted_rate >= 60_000
 
 
+def test_the_safety_factor_on_the_slots_counts_from_the_key_groups_that_reach_the_rate_on_fewer():
+    import math
+    from dataclasses import replace
+
+    from streambed.model import OperatorRates, SingleTaskMetrics
+    from streambed.planner.policies import policy_named
+    from streambed.planner.sizing import configured_slots, margin_over_choices
+
+    default = SingleTaskMetrics("q", 4096, (("A#1", OperatorRates(1000.0, 1.0, keyed=True)),))
+    fine = replace(default, max_parallelism=32768)
+    policy = policy_named("bids2-skew")
+
+    def choice(m):
+        exact = configured_slots(policy, m, lambda p: 1.0, 60_000, 43, 1000)[0]
+        return exact, lambda lo, hi: configured_slots(policy, m, lambda p: 1.0, 60_000, lo, hi)[0]
+
+    (coarse, _), (finer, _) = choice(default), choice(fine)
+    assert finer < coarse == 64  # 128 default groups step at 64 tasks; 32,768 groups reach 60,000 on fewer
+    budget, exact, chosen = margin_over_choices(86, 1.1, 1000, [choice(default), choice(fine)])
+    assert (exact, chosen) == (finer, 1) and budget < 71 and policy.configure(fine, budget).predicted_rate >= 60_000
+    # the default groups alone: 1.1 x their 64; a choice that only gives back the factor on the rate is not taken
+    assert margin_over_choices(86, 1.1, 1000, [choice(default)]) == (71, 64, 0)
+    assert margin_over_choices(86, 1.1, 1000, [choice(default), (None, lambda lo, hi: None)]) == (71, 64, 0)
+    # a margin on the rate that costs less than the default groups' factor: still the finer groups' fewer
+    assert margin_over_choices(70, 1.1, 1000, [choice(default), choice(fine)]) == (math.ceil(1.1 * finer), finer, 1)
+
+
 def test_the_risk_bound_asks_for_more_slots_the_noisier_the_measurements():
     from streambed.planner.sizing import risk_of, risk_solve
     from streambed.model import Features, Observation

@@ -11,7 +11,7 @@ import pytest
 from streambed.model import Plan, PlanEntry
 from streambed.planner import caveats
 from streambed.planner.exploration import cpu_disturbance
-from streambed.planner.probes import PROBE_RATIO, probe_configuration, probe_targets, probe_width, widest_runs
+from streambed.planner.probes import PROBE_RATIO, decides, probe_configuration, probe_targets, probe_width, widest_runs
 
 # -- probe selection --------------------------------------------------------------------------------------
 
@@ -40,6 +40,38 @@ def test_an_operator_a_hidden_key_could_hold_below_the_rate_is_probed_within_a_f
     assert probe_targets(planned, {"agg": 4}, keyed={"agg"}, width=40, suspects={"agg"}) == ["agg"]
     # a probe no wider than the runs shows nothing new: not taken for a suspect either
     assert probe_targets(planned, {"agg": 30}, keyed={"agg"}, width=40, suspects={"agg"}) == []
+
+
+def test_a_suspect_the_probe_would_decide_is_probed_however_little_wider():
+    planned = [{"agg": 119}]
+    # 40 tasks against the 27 seen: short of PROBE_GAIN x, taken only where the probe decides the suspect
+    assert probe_targets(planned, {"agg": 27}, keyed={"agg"}, width=40, ratio=5.0, suspects={"agg"}) == []
+    assert probe_targets(planned, {"agg": 27}, keyed={"agg"}, width=40, ratio=5.0, suspects={"agg"},
+                         decisive={"agg"}) == ["agg"]
+    assert probe_targets(planned, {"agg": 27}, keyed={"agg"}, width=40, ratio=5.0, decisive={"agg"}) == []
+    assert probe_targets(planned, {"agg": 40}, keyed={"agg"}, width=40, suspects={"agg"}, decisive={"agg"}) == []
+
+
+def test_a_probe_decides_where_every_key_it_could_miss_leaves_the_plan_at_the_rate():
+    """A Zipf-like key set (H = 0.0007, about 1,400 keys' worth) seen on 27 tasks: a key too faint for those
+    runs could hold 119 tasks below rates it would not at 42 tasks' view; a probe of 42 decides rates up
+    to what the faintest key it could miss leaves, and no narrower probe decides more than the runs did."""
+    from dataclasses import replace
+
+    from streambed.model import OperatorRates
+    from streambed.model.keyskew import KeySkew
+    from streambed.planner.policies import skew
+
+    rates = OperatorRates(10_000.0, 1.0, keyed=True, measured_parallelism=27,
+                          key_skew=KeySkew(0.0007, tested_parallelism=27, tested_max_parallelism=128))
+    seen = skew.hidden_key_capacity(rates, 119)
+    wide = skew.hidden_key_capacity(replace(rates, key_skew=replace(rates.key_skew, tested_parallelism=42,
+                                                                    tested_max_parallelism=128)), 119)
+    assert seen < wide < skew.capacity(rates, 119)
+    assert decides(rates, 42, 119, (seen + wide) / 2)
+    assert not decides(rates, 42, 119, 1.01 * wide)
+    assert not decides(rates, 27, 119, (seen + wide) / 2)
+    assert not decides(replace(rates, key_skew=None), 42, 119, seen / 2)
 
 
 def test_no_probe_when_the_testbed_cannot_run_the_operator_wider_than_it_did():

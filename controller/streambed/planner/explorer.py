@@ -48,7 +48,7 @@ from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
 from .sizing import (MEASURE_NEXT, Solve, confirm_step, configured_slots, efficiency, guarded_solve, hidden_keys, configuration_gain,
-                     key_warning, margin_budget, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
+                     key_warning, margin_over_choices, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
                      rates_hold, risk_of, trusted_slots)
 from .surrogates import bootstrap_fits, fit, predictions
 
@@ -338,15 +338,11 @@ class ResourceExplorer:
                 if self.optimizer.query.keyed and max_parallelism is None:
                     fixed = replace(metrics, max_parallelism=planned_max_parallelism(slots or solve.max_slots))
                     candidates.append((fixed, fixed.max_parallelism))
-                capped, exact = slots, None
-                for kind, (keys, groups) in enumerate(candidates):
-                    reaching, _ = configured_slots(policy, keys, eta, rate, start, slots or solve.max_slots)
-                    budget = margin_budget(slots, reaching, s.safety, solve.max_slots, lambda lo, hi: configured_slots(
-                        policy, keys, eta, rate, lo, hi)[0])
-                    if kind == 0 or (budget != slots and budget is not None and (capped is None or budget < capped)):
-                        capped, exact = budget, reaching
-                        if budget != slots:
-                            metrics, max_parallelism = keys, groups
+                capped, exact, chosen = margin_over_choices(slots, s.safety, solve.max_slots, [
+                    (configured_slots(policy, keys, eta, rate, start, slots or solve.max_slots)[0],
+                     lambda lo, hi, keys=keys: configured_slots(policy, keys, eta, rate, lo, hi)[0])
+                    for keys, _ in candidates])
+                metrics, max_parallelism = candidates[chosen]
                 if capped != slots:
                     origin += (f"; the safety factor on the slots: {capped:,}, {s.safety:g} x the {exact:,} whose "
                                f"configuration reaches the rate (on the rate: "
