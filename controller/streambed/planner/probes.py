@@ -30,7 +30,7 @@ ran on the testbed ("more than a few times": at 4 x the busiest task's excess ov
 about 2 x under the square-root law of model/keyskew.py, beyond what the testbed's spread shows)."""
 PROBE_GAIN = 2.0
 """...and when the probe would run it at least this many times wider than any run did (a probe no
-wider than D's runs shows nothing they did not)."""
+wider than D's runs shows nothing they did not); a suspect the probe decides (decides), at all wider."""
 
 
 def widest_runs(configurations: Iterable[Mapping[str, int]]) -> dict[str, int]:
