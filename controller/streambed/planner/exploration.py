@@ -66,6 +66,10 @@ class ExplorerSettings:
     smallest budget from the smallest family's answer to ``max_family_spread`` x the largest whose own
     configuration reaches the rate at the measured efficiency (ResourceExplorer._beyond_trusted); "agree":
     unreachable, as without them."""
+    outnumbered_keys: bool = True
+    """A keyed operator planned on more tasks than its keys' worth (1 / H), where a key the runs could not
+    exclude would hold those tasks below the rate (sizing.outnumbered_keys), makes the plan of that memory
+    unreachable until the data's key statistics or a checkpoint tell; False: a plan with a key warning."""
     confirm_rounds: int = 3
     """A plan the testbed can hold is measured in its own configuration (ResourceExplorer.confirm) and, where
     short of the rate, made again with that measurement in D, at most this many times; 0: never measured."""

@@ -48,7 +48,7 @@ from .optimizer import Optimizer, OptimizerResult
 from .search import SearchSpace, corners, search_class, should_stop
 from .selection import best_loocv, select
 from .sizing import (MEASURE_NEXT, Solve, confirm_step, configured_slots, efficiency, guarded_solve, hidden_keys, configuration_gain,
-                     key_warning, margin_over_choices, measured_etas, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
+                     key_warning, margin_over_choices, measured_etas, outnumbered_keys, planned_max_parallelism, plans_by_family, pooled_decline, predictor,
                      rates_hold, risk_of, trusted_slots)
 from .surrogates import bootstrap_fits, fit, predictions
 
@@ -71,6 +71,10 @@ def check_search_space(query: Query, info: TestbedInfo, memories: Sequence[int],
                         f"operators and the explorer needs more slots than operators (at least two slot counts)")
     return memories
 
+
+OUTNUMBERED = "unreachable as far as the testbed can tell"
+"""How an entry made unreachable by outnumbered keys (sizing.outnumbered_keys) begins: no budget beyond the
+trusted range would tell more."""
 
 class ResourceExplorer:
     """Section VI's Resource Explorer: explores (memory per slot, slots) through the Configuration
@@ -357,6 +361,17 @@ class ResourceExplorer:
                     f"slots, {100 * eta(solve.max_slots):.0f} % by their trend at {solve.max_slots:,}), supports more "
                     f"than {most * rate / need:,.0f} events/s. {MEASURE_NEXT}")
         sol = policy.configure(metrics, slots)
+        outnumbered = outnumbered_keys(metrics, sol.parallelism, rate) if s.outnumbered_keys else {}
+        if outnumbered:
+            return PlanEntry(
+                m, None, None, None, None, alternatives, None, solve.max_slots, solve.max_rate, model_slots=solve.slots,
+                unreachable=f"{OUTNUMBERED}: " + "; ".join(
+                    f"{op} would run {sol.parallelism[op]:,} tasks over about {keys:,.0f} keys' worth, so its busiest "
+                    f"task holds its hottest key whole, and a key with up to {100 * w:.2g} % of its input, which its "
+                    f"runs could not exclude, would hold it at {cap:,.0f} events/s"
+                    for op, (keys, w, cap) in outnumbered.items())
+                + ". The data's key statistics (--input, --key-stats) or a checkpoint at this scale "
+                  "(--checkpoint-slots) tell (docs/planner.md, key skew).")
         used = min(slots, sum(sol.parallelism.values()))  # fewer where key groups were aligned (optimizer.py)
         return PlanEntry(m, used, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
@@ -387,7 +402,7 @@ class ResourceExplorer:
                                   solve.unreachable, model=recorded)
             else:
                 entry = replace(self._configure(ex, m, rate, solve, alternatives, own, fits), model=recorded)
-            if entry.slots is None:
+            if entry.slots is None and not entry.unreachable.startswith(OUTNUMBERED):  # no range would tell more
                 entry = replace(self._beyond_trusted(ex, m, rate, entry, own, own_obs, fits), model=recorded)
             entries.append(self._measured(ex, self._with_caveats(ex, entry, rate), rate))
         skews, shown = self.key_skew(ex)
