@@ -234,6 +234,29 @@ def test_a_key_the_testbed_cannot_see_is_named_with_what_it_would_cap():
     assert share == pytest.approx(w) and cap == pytest.approx(hidden_key_capacity(window, 1366))
 
 
+def test_a_plan_on_more_tasks_than_keys_relies_on_a_key_the_runs_could_not_exclude():
+    """30 keys' worth (H = 1/30) seen on 44 tasks: a key of up to about 10 % would not stand out there. Planned
+    on more tasks than that, the busiest task holds the hottest key whole (outnumbered_keys names it where
+    such a key would hold the tasks below the rate); on fewer tasks, or at a rate the key leaves, it is only
+    the key warning's."""
+    from streambed.planner.sizing import hidden_keys, outnumbered_keys
+    from streambed.planner.policies.skew import hidden_key_capacity
+    window = OperatorRates(20_000.0, 0.01, keyed=True, measured_parallelism=44,
+                           key_skew=KeySkew(1 / 30, tested_parallelism=44, tested_max_parallelism=128))
+    metrics = SingleTaskMetrics("few", 4096, (("Calc#1", OperatorRates(500_000.0, 1.0)), ("W", window)))
+    wide, narrow = {"Calc#1": 30, "W": 610}, {"Calc#1": 30, "W": 20}
+    held = hidden_key_capacity(window, 610)
+    assert held < capacity(window, 610)
+    found = outnumbered_keys(metrics, wide, 1.01 * held)
+    assert set(found) == {"W"} and found["W"][0] == pytest.approx(30) and found["W"][2] == pytest.approx(held)
+    assert 0.05 < found["W"][1] < 0.2  # the key the 44 tasks could not exclude
+    assert outnumbered_keys(metrics, wide, 0.99 * held) == {}
+    low = hidden_key_capacity(window, 20)
+    assert "W" in hidden_keys(metrics, narrow, 1.01 * low) and outnumbered_keys(metrics, narrow, 1.01 * low) == {}
+    seen = SingleTaskMetrics("few", 4096, (("W", replace_skew(window, KeySkew(1 / 30, hottest=0.11))),))
+    assert outnumbered_keys(seen, {"W": 610}, 1.01 * held) == {}  # a key the runs showed is a floor, not a doubt
+
+
 def replace_skew(rates, skew):
     import dataclasses
     return dataclasses.replace(rates, key_skew=skew)
