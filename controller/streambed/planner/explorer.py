@@ -402,7 +402,7 @@ class ResourceExplorer:
                                   solve.unreachable, model=recorded)
             else:
                 entry = replace(self._configure(ex, m, rate, solve, alternatives, own, fits), model=recorded)
-            if entry.slots is None and not entry.unreachable.startswith(OUTNUMBERED):  # no range would tell more
+            if entry.slots is None and not (entry.unreachable or "").startswith(OUTNUMBERED):  # no range would tell more
                 entry = replace(self._beyond_trusted(ex, m, rate, entry, own, own_obs, fits), model=recorded)
             entries.append(self._measured(ex, self._with_caveats(ex, entry, rate), rate))
         skews, shown = self.key_skew(ex)
