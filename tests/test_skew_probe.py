@@ -340,6 +340,38 @@ def test_key_statistics_of_the_data_give_the_skew_the_runs_could_not(tmp_path):
     assert entry.slots is None and f"{agg} sustains at most" in entry.unreachable
 
 
+def test_a_plan_on_more_tasks_than_keys_waits_for_the_data_or_a_checkpoint(tmp_path):
+    """40 keys at Zipf 0.6 (about 20 keys' worth; the hottest 11 %) on every record, run on at most 8 tasks of a
+    16-slot testbed, where a 20 % key would not stand out. At 3 x the testbed the policy gives the aggregate
+    hundreds of tasks, as if each held one key of a typical hashing; the sim's truth of that configuration
+    falls short of the rate. With ``outnumbered_keys`` (the default) the entry says unreachable as far as the
+    testbed can tell, naming the operator and what would tell."""
+    from dataclasses import replace
+
+    from streambed.model import Configuration
+    from streambed.planner.explorer import OUTNUMBERED
+    from streambed.testbed.sim.profile import load_profile
+    from streambed.testbed.sim.truth import GroundTruth
+
+    text = HOT_JOIN.replace("selectivity: 0.05, partitioning: hash", "selectivity: 1.0, partitioning: hash").replace(
+        "keys: {count: 20000, zipf: 0.3, hot: 0.15}", "keys: {count: 40, zipf: 0.6}")
+    explorer, ledger, _ = _hot_join_explorer(tmp_path, probes=False, text=text)
+    profile = load_profile(str(tmp_path / "probe-test-hot-join.yaml"))
+    agg = "GroupAggregate#2"
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 3 * max(p.mst for p in ex.points)
+        entry = explorer.plan(ex, rate, [4096]).entry(4096)
+        explorer.settings = replace(explorer.settings, outnumbered_keys=False)
+        warned = explorer.plan(ex, rate, [4096]).entry(4096)
+    assert entry.slots is None and entry.unreachable.startswith(OUTNUMBERED)
+    assert f"{agg} would run" in entry.unreachable and "--key-stats" in entry.unreachable
+    assert warned.slots is not None and warned.configuration[agg] > 20 and warned.key_warning.startswith(agg)
+    own = GroundTruth(profile).configuration_mst(Configuration.of(profile.query(), warned.configuration,
+                                                                  warned.max_parallelism), 4096).mst
+    assert own < 0.97 * rate
+
+
 def _zipf_head_plans(tmp_path, multiple: float, family: str | None = None, **settings):
     """A Zipf 0.7 head over 2,500 keys behind the hot join's selective filter, explored at 4 GB and planned
     for ``multiple`` x D's best MST without and with the sim's key statistics (`streambed sim keys`), both with
