@@ -1,6 +1,7 @@
 """The key statistics job (spark/streambed_spark/keys.py) on a small generated data set: every figure
-against the same events counted by hand in Python (model/keystats.statistics_of_counts), the JSON-only fallback, and the
-command's refusals (one line, exit status 2, before Spark starts)."""
+against the same events counted by hand in Python (model/keystats.statistics_of_counts), the JSON-only
+fallback, a plan's count of a replayed data set, and the command's refusals (one line, exit status 2,
+before Spark starts)."""
 
 from collections import Counter
 from pathlib import Path
@@ -104,3 +105,13 @@ def test_the_command_writes_the_statistics_beside_the_data_set(capsys, spark, da
     assert written.operators[0].records == dataset.kinds["bid"]
     out = capsys.readouterr().out
     assert "GroupWindowAggregate#2" in out and "bid.bidder" in out
+
+
+def test_a_plan_replaying_the_data_set_counts_its_keys_with_this_job(spark, dataset):
+    """campaigns/datakeys.py's default count is this job, written where `data keys` writes."""
+    from streambed.campaigns import datakeys
+
+    said = []
+    path = datakeys.replayed_key_stats("q5", None, "k8000", dataset.path.parent, status=said.append)
+    assert path == dataset.path / "keys" / "q5.json" and any("with Spark" in s for s in said)
+    assert keystats.read(path).operators == keys.run(spark, dataset, "q5", keystats.keyed_operators("q5")).operators

@@ -23,6 +23,7 @@ from ..testbed.base import Testbed
 from ..errors import UserError
 from .base import Advance, Log, ignore, open_ledger, testbed_of
 from .chain import Observers, assemble
+from .datakeys import replayed_key_stats
 from .explore import ExploreCampaign, point_line
 from .settings import DEFAULT_RATE_MULTIPLE, PlanRequest, PlanSettings
 
@@ -137,7 +138,10 @@ class PlanCampaign(ExploreCampaign):
         if settings.checkpoint_inventory is not None and not settings.checkpoint_slots:
             raise UserError("--checkpoint-inventory: names the cluster of --checkpoint-slots; give --checkpoint-slots too")
         self.checkpoint = checkpoint_testbed(settings, self.info.max_slots, status) if settings.checkpoint_slots else None
-        self.key_statistics = key_statistics(settings.key_stats, self.query) if settings.key_stats else ()
+        c = settings.campaign
+        stats = replayed_key_stats(self.query.name, settings.key_stats, c.input, c.lake, counted=settings.data_keys,
+                                   status=status)
+        self.key_statistics = key_statistics(stats, self.query) if stats else ()
 
     def params(self) -> dict:
         params = {**super().params(), "rate": self.settings.rate, "safety": self.settings.safety}

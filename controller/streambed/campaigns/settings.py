@@ -166,7 +166,11 @@ class PlanSettings(ExploreSettings):
     key_stats: Path | None = None
     """Key statistics of the data set replayed (``streambed data keys``, model/keystats.py): the skew model
     takes their counted key groups where no run contradicts them, else the more pessimistic of them and the
-    skew inferred from the runs; None: inferred only."""
+    skew inferred from the runs; None: for a campaign that replays a data set (``data_keys``), that data
+    set's own (campaigns/datakeys.py), else inferred only."""
+    data_keys: bool = True
+    """With ``input`` and no ``key_stats``: the replayed data set's key statistics, counted with Spark where
+    ``streambed data keys`` has not written them; False: the skew inferred from the runs alone."""
     skew_probes: bool = ExplorerSettings.probes
     """Measure a keyed operator planned far wider than the testbed ran it at the testbed's widest
     (ResourceExplorer.probe)."""

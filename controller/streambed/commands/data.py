@@ -281,6 +281,7 @@ def _keys_parser(dsub, lake_option, spark_option) -> None:
 
 
 def cmd_keys(args, out: Output) -> None:
+    from ..campaigns.datakeys import count_with_spark, stats_file
     from ..model import keygroups, keystats
 
     # Every input is checked before Spark starts: a refusal is one line and costs nothing.
@@ -290,16 +291,11 @@ def cmd_keys(args, out: Output) -> None:
         raise UserError(f"--queries-dir: {args.queries_dir} is not a directory")
     operators = keystats.keyed_operators(args.query, (p.stem for p in args.queries_dir.glob("*.sql")))
     d = ds.load(args.input, args.lake)
-    target = args.out or d.path / "keys" / f"{args.query}.json"
+    target = args.out or stats_file(d, args.query)
     if target.is_dir():
         raise UserError(f"--out: {target} is a directory")
-    spark = _spark(args, out)
-    from streambed_spark import keys
-
-    out.status(f"counting the keys of {args.query}'s keyed operators in {d.name}")
-    result = keys.run(spark, d, args.query, operators)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    result.write(target)
+    out.status(f"counting the keys of {args.query}'s keyed operators in {d.name} with Spark")
+    result = count_with_spark(d, args.query, operators, target, args.master)
     rows = [[s.operator, s.key, f"{s.records:,}", f"{s.distinct_keys:,}", f"{s.top_share(1):.2%}",
              f"{s.top_share(keystats.TOP_KEYS):.2%}", f"{s.concentration:.3g}"] for s in result.operators]
     out.table(f"keys of {args.query} in {d.name} ({d.events:,} events; Spark {result.seconds:.1f} s)",

@@ -33,10 +33,14 @@ def register(sub) -> None:
                          "disagree or the rate is unreachable, and the plan is made again (default: none)")
     sp.add_argument("--checkpoint-inventory", type=Path,
                     help="flink: the inventory of that cluster (default: the testbed's)")
-    sp.add_argument("--key-stats", type=Path,
-                    help="key statistics of the data set replayed (streambed data keys): the skew model uses their "
-                         "counted key groups where no run contradicts them, else the more pessimistic of them and "
-                         "the skew inferred from the tasks (default: inferred only)")
+    keys = sp.add_mutually_exclusive_group()
+    keys.add_argument("--key-stats", type=Path,
+                      help="key statistics of the data set replayed (streambed data keys): the skew model uses their "
+                           "counted key groups where no run contradicts them, else the more pessimistic of them and "
+                           "the skew inferred from the tasks (default: with --input, that data set's own, counted "
+                           "with Spark where missing; else inferred only)")
+    keys.add_argument("--no-key-stats", dest="data_keys", action="store_false",
+                      help="with --input: infer the key skew from the runs alone, without the data set's key statistics")
     sp.add_argument("--no-skew-probes", dest="skew_probes", action="store_false",
                     help="do not measure a keyed operator planned far wider than the testbed ran it at the testbed's "
                          "widest before trusting its key skew")
@@ -55,6 +59,7 @@ def cmd_plan(args, out: Output) -> None:
                                  safety=args.safety, guards=guard_rails(args), risk=args.risk,
                                  checkpoint_slots=args.checkpoint_slots,
                                  checkpoint_inventory=args.checkpoint_inventory, key_stats=args.key_stats,
+                                 data_keys=args.data_keys,
                                  skew_probes=args.skew_probes, catch_up=args.catch_up)
     result = run(PlanCampaign(settings, **logs(args, out)), out)
     data = result.to_dict()
