@@ -543,3 +543,32 @@ def test_a_plan_warns_when_its_measurements_were_disturbed_and_counts_them_in_it
     before, after = calm.entry(4096), disturbed.entry(4096)
     assert after.slots == before.slots  # a warning and a risk, not another budget
     assert after.risk == pytest.approx(1 - (1 - before.risk) * (1 - share))
+
+
+def test_where_the_runs_read_more_skew_than_the_data_gives_the_plan_does_not_send_the_user_to_the_data(tmp_path):
+    """40 keys at Zipf 0.6 run on up to 8 tasks (as above), planned with key statistics of 100,000 even keys
+    (another data set, or the whole of one the runs replay a part of): the runs read more skew than the data
+    give, the plan keeps the runs' (key_skew's source "tasks"), and what it cannot exclude is settled by a
+    checkpoint, not by the data it already read; without the statistics, by either."""
+    from dataclasses import replace
+
+    from streambed.model.keystats import statistics_of_counts
+
+    agg = "GroupAggregate#2"
+    text = HOT_JOIN.replace("selectivity: 0.05, partitioning: hash", "selectivity: 1.0, partitioning: hash").replace(
+        "keys: {count: 20000, zipf: 0.3, hot: 0.15}", "keys: {count: 40, zipf: 0.6}")
+    explorer, ledger, _ = _hot_join_explorer(tmp_path, probes=False, text=text)
+    even = statistics_of_counts(agg, "bid.bidder", {(k,): 1 for k in range(100_000)})
+    with ledger:
+        ex = explorer.explore([4096])
+        rate = 3 * max(p.mst for p in ex.points)
+        without = explorer.plan(ex, rate, [4096]).entry(4096)
+        explorer.settings = replace(explorer.settings, key_statistics=(even,))
+        plan = explorer.plan(ex, rate, [4096])
+        explorer.settings = replace(explorer.settings, outnumbered_keys=False)
+        warned = explorer.plan(ex, rate, [4096]).entry(4096)
+        assert explorer.beyond_data(ex) == {agg}
+    assert plan.key_skew[agg]["source"] == "tasks" and plan.key_skew[agg]["data"] is not None
+    for text in (plan.entry(4096).unreachable, warned.key_warning):
+        assert "runs read more skew" in text and "--checkpoint-slots" in text and "(--input" not in text
+    assert "(--input, --key-stats)" in without.unreachable

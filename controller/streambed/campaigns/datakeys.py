@@ -39,8 +39,15 @@ def count_with_spark(data: ds.DataSet, query: str, operators: tuple, target: Pat
     except ModuleNotFoundError as e:
         raise missing_extra("counting a data set's keys with Spark", e) or UserError(
             f"counting a data set's keys with Spark needs the module {e.name}; run make install") from None
+    from pyspark.sql import SparkSession
+
+    owned = SparkSession.getActiveSession() is None  # a session the caller holds stays up
     spark = session(SparkSettings(master=master) if master else SparkSettings())
-    result = keys.run(spark, data, query, operators)
+    try:
+        result = keys.run(spark, data, query, operators)
+    finally:
+        if owned:  # a plan's campaign runs for hours after its count: Spark's driver memory is given back
+            spark.stop()
     target.parent.mkdir(parents=True, exist_ok=True)
     result.write(target)
     return result

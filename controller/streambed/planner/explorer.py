@@ -280,6 +280,11 @@ class ResourceExplorer:
                  for op, c in choices.items()}
         return skews, shown
 
+    def beyond_data(self, ex: Exploration) -> set[str]:
+        """The keyed operators whose data statistics the plan read but whose runs read more skew, so that the
+        plan uses the runs' (key_skew): for them the data cannot settle a key the runs could not show."""
+        return {op for op, c in self.key_skew(ex)[1].items() if c.get("data") and c["source"] == "tasks"}
+
     def memory_efficiency(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics
                    ) -> tuple[Callable[[int], float], int, float] | None:
         """``efficiency`` of one memory per slot, its decline pooled over every memory measured
@@ -370,13 +375,14 @@ class ResourceExplorer:
                     f"task holds its hottest key whole, and a key with up to {100 * w:.2g} % of its input, which its "
                     f"runs could not exclude, would hold it at {cap:,.0f} events/s"
                     for op, (keys, w, cap) in outnumbered.items())
-                + ". The data's key statistics (--input, --key-stats) or a checkpoint at this scale "
-                  "(--checkpoint-slots) tell (docs/planner.md, key skew).")
+                + f". Whether such a key exists: {caveats.what_tells(bool(self.beyond_data(ex) & set(outnumbered)))} "
+                  "(docs/planner.md, key skew).")
         used = min(slots, sum(sol.parallelism.values()))  # fewer where key groups were aligned (optimizer.py)
         return PlanEntry(m, used, float(model.predict(m, slots)), sol.parallelism, sol.predicted_rate, alternatives,
                          origin, solve.max_slots, solve.max_rate, risk=risk_of(fits, m, slots, rate),
                          efficiency=eff[0](slots) if eff is not None else None, model_slots=solve.slots,
-                         max_parallelism=max_parallelism, key_warning=key_warning(metrics, sol.parallelism, rate))
+                         max_parallelism=max_parallelism,
+                         key_warning=key_warning(metrics, sol.parallelism, rate, self.beyond_data(ex)))
 
     def plan(self, ex: Exploration, rate: float, memories: Sequence[int], family: str | None = None) -> Plan:
         """Inverse-solve the chosen model per memory per slot, then a last pass of the policy for each budget.
@@ -586,7 +592,8 @@ class ResourceExplorer:
             heavier=self.planned_loads(ex, entry, rate),
             groups_per_task=groups, keys=keys, max_parallelism=entry.max_parallelism,
             measured_max_parallelisms={p.max_parallelism for p in seen},
-            trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots, counted=counted)
+            trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots, counted=counted,
+            beyond_data=self.beyond_data(ex))
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
                                      caveats.unseen_risk(unseen), caveats.hidden_key_risk(entry.key_warning))
         return replace(entry, unseen=unseen, risk=risk)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
 from ..model import Features, Observation, SingleTaskMetrics, Surrogate, keygroups
 from ..model.keyskew import max_z
+from .caveats import what_tells
 from .exploration import RATES_HOLD, ExplorationPoint, ExplorerSettings
 from .policies import skew
 from .surrogates import fit, inverse_solve, predictions
@@ -345,20 +346,22 @@ def outnumbered_keys(metrics: SingleTaskMetrics, parallelism: Mapping[str, int],
     return out
 
 
-def key_warning(metrics: SingleTaskMetrics, parallelism: dict[str, int], rate: float) -> str | None:
-    """What a plan cannot exclude about its keyed operators (hidden_keys) and what would settle it. None when
-    no key could hold one below ``rate``."""
-    rates = dict(metrics.operators)
+def key_warning(metrics: SingleTaskMetrics, parallelism: dict[str, int], rate: float,
+                beyond_data: Collection[str] = ()) -> str | None:
+    """What a plan cannot exclude about its keyed operators (hidden_keys) and what would settle it
+    (caveats.what_tells; ``beyond_data``: the operators whose runs read more skew than the data's
+    statistics give). None when no key could hold one below ``rate``."""
+    rates, hidden = dict(metrics.operators), hidden_keys(metrics, parallelism, rate)
     lines = []
-    for name, (w, cap) in hidden_keys(metrics, parallelism, rate).items():
+    for name, (w, cap) in hidden.items():
         tested = rates[name].key_skew.tested_parallelism or rates[name].measured_parallelism
         lines.append(f"{name}: a key with up to {100 * w:.2g} % of its input would not stand out among the "
                      f"{tested:,} tasks measured, and would hold its {parallelism[name]:,} tasks at "
                      f"{cap:,.0f} events/s")
     if not lines:
         return None
-    return ("; ".join(lines) + ". The key distribution of representative data, or a checkpoint at this scale "
-            "(--checkpoint-slots), tells whether such a key exists (docs/planner.md, key skew)")
+    told = what_tells(bool(set(beyond_data) & set(hidden)))
+    return "; ".join(lines) + f". Whether such a key exists: {told} (docs/planner.md, key skew)"
 
 
 def plans_by_family(obs: Sequence[Observation], features: Features, families: Sequence[str], memory_mb: int,
