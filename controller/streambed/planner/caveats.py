@@ -73,7 +73,8 @@ def what_tells(beyond_data: bool) -> str:
     them and the runs read more skew than they give (``beyond_data``: keystats.skews_with_data chose the
     runs'), a checkpoint at the plan's scale. The data count the whole data set, a run sees the part it
     replays: on real Flink, q11's window on 2 tasks put 64 % of its input on one where the data set's key
-    groups give it 52 % (docs/data.md, "Key statistics")."""
+    groups give it 52 %, and 300,000-event slices of that data set give 50-64 % (docs/data.md, "Key
+    statistics")."""
     if beyond_data:
         return ("the data's key statistics were read, but the runs read more skew than they give (they count the "
                 "whole data set, a run the part it replays): a checkpoint at this scale (--checkpoint-slots) tells")
