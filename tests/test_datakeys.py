@@ -90,3 +90,14 @@ def test_key_stats_and_no_key_stats_together_are_refused_in_one_line(capsys):
     assert code == 2
     assert capsys.readouterr().err.strip() == ("streambed: error: argument --no-key-stats: not allowed with "
                                                "argument --key-stats")
+
+
+def test_a_data_set_this_user_cannot_write_to_is_refused_before_spark_starts(tmp_path, monkeypatch):
+    from streambed.errors import UserError
+
+    lake, count = lake_with(tmp_path), Counter()
+    monkeypatch.setattr(datakeys.os, "access", lambda path, mode: Path(path) != lake / "d")  # root writes anywhere
+    with pytest.raises(UserError, match=r"--input d: its key statistics would be written to .*/d/keys/q5\.json, "
+                                        r"which this user cannot write; give --key-stats FILE"):
+        datakeys.replayed_key_stats("q5", None, "d", lake, count=count)
+    assert count.calls == []
