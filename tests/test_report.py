@@ -68,6 +68,20 @@ def test_the_key_skew_table_says_when_the_inferred_key_was_held_to_the_datas_hea
     assert cell["Join#4"] == "20.00 % (held to 7.30 %: keys sharing a task)" and cell["Agg#2"] == "20.00 %"
 
 
+def test_the_key_skew_table_says_which_skew_was_used_and_why():
+    from streambed.report.tables import skew_used
+
+    groups = {"concentration": 1e-3, "hottest": 1e-3, "key_groups_counted": 32768}
+    no_groups = {"concentration": 1e-3, "hottest": 1e-3}
+    assert skew_used({"source": "data", "data": groups, "counted": True}) == "data (its key groups)"
+    assert skew_used({"source": "data", "data": no_groups, "counted": False}) == "data (the more pessimistic)"
+    # a run's tasks took what the data's groups do not give them (the replay's hot keys move: docs/data.md)
+    assert skew_used({"source": "tasks", "data": groups, "counted": False}) == \
+        "tasks (a run contradicts the data's key groups)"
+    assert skew_used({"source": "tasks", "data": no_groups, "counted": False}) == "tasks (the more pessimistic)"
+    assert skew_used({"source": "tasks", "inferred": {"concentration": 0.02}}) == "tasks"
+
+
 # ---------------------------------------------------------------------------------------------- the report page
 # Campaign directories of fast sim campaigns (quick timing, few measurements), made once for the module.
 

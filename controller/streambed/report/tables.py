@@ -6,6 +6,20 @@ from ..model import FAMILY_SPREAD_LIMIT, family_spread
 from ..model.verdict import SOURCE_LIMITED
 from .console import Output
 
+def skew_used(shown: dict) -> str:
+    """Which key skew a plan used for one operator and why (plan.json's ``key_skew``,
+    keystats.skews_with_data): the data's key groups where no run contradicts them, else the more
+    pessimistic of the data's and the runs'."""
+    data = shown.get("data")
+    if shown["source"] == "data":
+        return "data (its key groups)" if shown.get("counted") else "data (the more pessimistic)"
+    if not data:
+        return "tasks"
+    if data.get("key_groups_counted"):
+        return "tasks (a run contradicts the data's key groups)"
+    return "tasks (the more pessimistic)"
+
+
 def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay: bool = False) -> None:
     entries = plan["entries"]
     families = list(entries[0].get("by_family") or {}) if entries else []
@@ -49,7 +63,7 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
         out.table("Key skew per keyed operator: inferred from the tasks' input records and counted in the data",
                   ("operator", "used", "busiest task, inferred", "busiest task, data", "hottest key, inferred",
                    "hottest key, data"),
-                  [(op, v["source"], share(v.get("busiest_inferred")), share(v.get("busiest_data")),
+                  [(op, skew_used(v), share(v.get("busiest_inferred")), share(v.get("busiest_data")),
                     share((v.get("inferred") or {}).get("hottest"))
                     + (f" (held to {share(v['inferred_hottest_held_to'])}: keys sharing a task)"
                        if v.get("inferred_hottest_held_to") is not None else ""),
