@@ -73,12 +73,12 @@ def test_the_key_skew_table_says_which_skew_was_used_and_why():
 
     groups = {"concentration": 1e-3, "hottest": 1e-3, "key_groups_counted": 32768}
     no_groups = {"concentration": 1e-3, "hottest": 1e-3}
-    assert skew_used({"source": "data", "data": groups, "counted": True}) == "data (its key groups)"
-    assert skew_used({"source": "data", "data": no_groups, "counted": False}) == "data (the more pessimistic)"
+    assert skew_used({"source": "data", "data": groups, "counted": True}) == "data (key groups)"
+    assert skew_used({"source": "data", "data": no_groups, "counted": False}) == "data (more pessimistic)"
     # a run's tasks took what the data's groups do not give them (the replay's hot keys move: docs/data.md)
     assert skew_used({"source": "tasks", "data": groups, "counted": False}) == \
-        "tasks (a run contradicts the data's key groups)"
-    assert skew_used({"source": "tasks", "data": no_groups, "counted": False}) == "tasks (the more pessimistic)"
+        "tasks (a run contradicts the data)"
+    assert skew_used({"source": "tasks", "data": no_groups, "counted": False}) == "tasks (more pessimistic)"
     assert skew_used({"source": "tasks", "inferred": {"concentration": 0.02}}) == "tasks"
 
 

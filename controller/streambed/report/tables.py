@@ -12,12 +12,12 @@ def skew_used(shown: dict) -> str:
     pessimistic of the data's and the runs'."""
     data = shown.get("data")
     if shown["source"] == "data":
-        return "data (its key groups)" if shown.get("counted") else "data (the more pessimistic)"
+        return "data (key groups)" if shown.get("counted") else "data (more pessimistic)"
     if not data:
         return "tasks"
     if data.get("key_groups_counted"):
-        return "tasks (a run contradicts the data's key groups)"
-    return "tasks (the more pessimistic)"
+        return "tasks (a run contradicts the data)"
+    return "tasks (more pessimistic)"
 
 
 def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay: bool = False) -> None:
