@@ -3,12 +3,11 @@ replays a data set, that data set's own file, counted (here by a fake counter; t
 Spark's) only where it is missing; nothing for the generator, --no-key-stats, or a query keyed by no column
 at rest."""
 
-import json
 from pathlib import Path
 
 import pytest
+from test_dataset import make
 
-from streambed import dataset as ds
 from streambed.campaigns import datakeys, explore
 from streambed.campaigns.plan import PlanCampaign
 from streambed.campaigns.settings import CampaignSettings, PlanSettings, TestbedSpec
@@ -20,12 +19,7 @@ from streambed.testbed.sim.testbed import SimSettings, SimTestbed
 
 
 def lake_with(tmp_path: Path) -> Path:
-    d = tmp_path / "lake" / "d"
-    (d / "json").mkdir(parents=True)
-    (d / "json" / "part-00000.json").write_text("{}\n")
-    (d / ds.MANIFEST).write_text(json.dumps({"version": 1, "name": "d", "events": 1000,
-                                             "kinds": {"person": 10, "auction": 90, "bid": 900},
-                                             "formats": {"json": {"files": 1, "bytes": 3}}, "origin": {}}))
+    make(tmp_path / "lake", "d", events=1000, kinds={"person": 10, "auction": 90, "bid": 900})
     return tmp_path / "lake"
 
 
