@@ -74,8 +74,7 @@ def replayed_key_stats(query: str, given: Path | None, input_name: str | None, l
     if target.is_file():
         status(f"key statistics of {data.name}: {target} (streambed data keys)")
         return target
-    writable = next(p for p in (target.parent, data.path) if p.exists())
-    if not os.access(writable, os.W_OK):  # refused before Spark starts and before anything is measured
+    if not os.access(target.parent if target.parent.exists() else data.path, os.W_OK):  # refused before Spark starts and before anything is measured
         raise UserError(f"--input {data.name}: its key statistics would be written to {target}, which this user "
                         f"cannot write; give --key-stats FILE (streambed data keys --out FILE) or --no-key-stats")
     status(f"counting the keys of {query}'s keyed operators in {data.name} with Spark (once; written to {target})")

@@ -6,6 +6,7 @@ from ..model import FAMILY_SPREAD_LIMIT, family_spread
 from ..model.verdict import SOURCE_LIMITED
 from .console import Output
 
+
 def skew_used(shown: dict) -> str:
     """Which key skew a plan used for one operator and why (plan.json's ``key_skew``,
     keystats.skews_with_data): the data's key groups where no run contradicts them, else the more
