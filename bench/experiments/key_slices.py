@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from streambed import dataset as ds
+from streambed.errors import UserError
 from streambed.model import keystats
 from streambed.model.keygroups import MAX_MAX_PARALLELISM
 
@@ -46,10 +47,15 @@ def main() -> int:
     p.add_argument("--max-parallelism", type=int, default=128)
     p.add_argument("--json", type=Path, help="also write the figures here")
     args = p.parse_args()
-    op = keystats.keyed_operators(args.query)[0]
+    if args.slice < 1:
+        sys.exit(f"--slice: expected a positive number of events, got {args.slice}")
+    try:
+        op = keystats.keyed_operators(args.query)[0]
+        data = ds.load(args.input, args.lake)
+    except UserError as e:
+        sys.exit(str(e))
     if any(side.where for side in op.sides):
         sys.exit(f"--query {args.query}: {op.operator}'s key sides carry a filter; use streambed data keys")
-    data = ds.load(args.input, args.lake)
     sides = {s.kind: s.columns for s in op.sides}
     ps = [int(x) for x in args.parallelisms.split(",")]
     groups: dict = {}
