@@ -502,6 +502,46 @@ def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_
     assert ex.model == before.model
 
 
+def test_a_checkpoint_on_a_cluster_of_n_slots_measures_no_more_than_n_for_any_memory(tmp_path):
+    """Each memory's checkpoint lies beyond the testbed's budgets, not beyond the memory measured before it:
+    q8 at 3 x, staged on the 436 slots its plan named, asked 437 of them for its second memory."""
+    ex_, ledger, _ = explorer(tmp_path, "paper-q5-log", max_slots=24)
+    with ledger:
+        ex = ex_.explore([1024, 4096])
+        rate = 6 * max(p.mst for p in ex.points)
+        before = ex_.plan(ex, rate, [1024, 4096])
+        staged = CapacityEstimator(SimTestbed(load_profile("paper-q5-log"), SimSettings(max_slots=120)), ledger, QUICK)
+        named = {m: ex_.checkpoint_at(ex, before.entry(m), ex_.model_for(ex, m)[1], 120) for m in (1024, 4096)}
+        points = ex_.checkpoint(ex, before, staged, 120)
+    assert len(points) == 2 and all(24 < p.slots <= 120 for p in points)
+    assert {p.memory_mb: p.slots for p in points} == named  # what a plan names is where the checkpoint measures
+
+
+def test_a_checkpoint_that_held_the_rate_is_the_plan_where_the_model_says_unreachable():
+    from streambed.model import PlanEntry
+    from streambed.planner.checkpoints import held_at_checkpoint
+    from streambed.planner.exploration import CHECKPOINT, ExplorationPoint
+
+    def point(slots, mst, memory_mb=4096):
+        return ExplorationPoint(memory_mb, slots, mst, {"a": slots - 1, "b": 1}, 2 * mst, 0.0, 600.0, CHECKPOINT,
+                                max_parallelism=4096 if slots > 500 else None)
+
+    rate = 1e6
+    unreachable = PlanEntry(4096, None, None, None, None, {"linear": 420, "log": None, "sqrt": 900},
+                            unreachable="unreachable within 200 slots: no configuration supports it")
+    staged = [point(600, 1.3e6), point(520, 1.12e6), point(450, 1.05e6), point(300, 2e6, memory_mb=2048)]
+    planned = held_at_checkpoint(unreachable, staged, rate, safety=1.10)
+    assert (planned.slots, planned.configuration, planned.predicted_mst) == (520, {"a": 519, "b": 1}, 1.12e6)
+    assert planned.max_parallelism == 4096 and planned.unreachable is None and planned.risk is None
+    assert "measured at a checkpoint: 520 slots" in planned.configured_from
+    assert "no configuration supports it" in planned.configured_from  # the model's own answer is kept
+    assert planned.by_family == unreachable.by_family
+    # 1.05 x the rate does not hold it with the safety factor; another memory's checkpoint is not this one's
+    assert held_at_checkpoint(unreachable, staged[2:], rate, safety=1.10) == unreachable
+    solved = PlanEntry(4096, 700, 1.2e6, {"a": 699, "b": 1}, 2e6)
+    assert held_at_checkpoint(solved, staged, rate, safety=1.10) == solved  # a plan stands as solved
+
+
 def test_the_family_that_predicted_the_checkpoint_best_is_kept():
     from streambed.planner.checkpoints import checkpoint_family
 

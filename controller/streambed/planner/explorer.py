@@ -37,7 +37,7 @@ from ..model import keygroups, loadrate
 from ..model.keystats import skews_with_data
 from ..model.measurement import key_samples, key_skews
 from . import caveats
-from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range
+from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range, held_at_checkpoint
 from .estimator import Estimator
 from .exploration import CHECKPOINT, CONFIRM, LOAD_PROBE, PROBE, Exploration, ExplorationPoint, ExplorerSettings
 from .policies import skew
@@ -394,6 +394,7 @@ class ResourceExplorer:
         model = fit(family or ex.family, obs, self.features(ex))
         entries = []
         shared = bootstrap_fits(model.family, obs, self.features(ex), samples=s.bootstrap_samples, seed=s.seed)
+        checkpoints = [p for p in ex.points if p.phase == CHECKPOINT]
         for m in sorted(set(int(x) for x in memories)):
             own, own_obs, local = (model, obs, False) if family else self.model_for(ex, m)
             fits = bootstrap_fits(own.family, own_obs, self.features(ex), samples=s.bootstrap_samples,
@@ -410,7 +411,8 @@ class ResourceExplorer:
                 entry = replace(self._configure(ex, m, rate, solve, alternatives, own, fits), model=recorded)
             if entry.slots is None and not (entry.unreachable or "").startswith(OUTNUMBERED):  # no range would tell more
                 entry = replace(self._beyond_trusted(ex, m, rate, entry, own, own_obs, fits), model=recorded)
-            entries.append(self._measured(ex, self._with_caveats(ex, entry, rate), rate))
+            entries.append(held_at_checkpoint(self._measured(ex, self._with_caveats(ex, entry, rate), rate), checkpoints,
+                                              rate, s.safety))
         skews, shown = self.key_skew(ex)
         shares = [(p.repeated_windows, p.cpu_shortfall) for p in (*ex.points, *ex.probes)]
         disturbed_share, warning = caveats.disturbance_warning(shares)
@@ -522,7 +524,7 @@ class ResourceExplorer:
             else:
                 why = (f"solved without their guard rails, the families disagree ({given} slots): the measurements "
                        f"cannot tell which curve holds out there; a staged measurement (--checkpoint-slots "
-                       f"{max(reached):,}) would")
+                       f"{self.checkpoint_at(ex, entry, obs, max(reached)):,}) would")
             return replace(entry, unreachable=f"{entry.unreachable.rstrip('.')}. Beyond the trusted range, {why}.")
         solve = Solve(start, limit, entry.max_rate or 0.0)
         planned = self._configure(ex, memory_mb, rate, solve, answers, model, fits)
@@ -724,7 +726,7 @@ class ResourceExplorer:
         ``slots``) measures the plan's own configuration (the last pass, _configured) at the budget where
         the families fitted on D diverge most (checkpoint_budget). That memory's plan then rests on its
         own points (model_for). Returns the points measured, none when every plan agrees."""
-        measured = max(p.slots for p in ex.points)
+        measured = max(p.slots for p in ex.points if p.phase != CHECKPOINT)
         if slots <= measured:
             raise UserError(f"--checkpoint-slots: must exceed the largest budget measured on the testbed ({measured}), "
                             f"got {slots}")
@@ -733,11 +735,10 @@ class ResourceExplorer:
             if (e.slots is not None and family_spread(e.by_family) <= s.max_family_spread and not e.key_warning
                     and not e.beyond_trusted):
                 continue
-            hi = checkpoint_range(e, slots)
-            if hi <= measured:
+            if checkpoint_range(e, slots) <= measured:
                 continue
             _, obs, _ = self.model_for(ex, e.memory_mb)
-            budget = Budget(checkpoint_budget(obs, self.features(ex), s.families, e.memory_mb, measured + 1, hi), e.memory_mb)
+            budget = Budget(self.checkpoint_at(ex, e, obs, slots), e.memory_mb)
             metrics, _ = self.final_metrics(ex, e.memory_mb)
             proposal, max_parallelism = self._configured(metrics, budget.slots)
             cfg = Configuration.of(query, proposal.parallelism, max_parallelism)
@@ -750,6 +751,15 @@ class ResourceExplorer:
             new.append(pt)
         ex.optimizer_calls = len(ex.points)
         return new
+
+    def checkpoint_at(self, ex: Exploration, entry: PlanEntry, obs: Sequence[Observation], slots: int) -> int:
+        """The budget a checkpoint on a cluster of ``slots`` measures for ``entry``: where the families fitted on
+        ``obs`` diverge most (checkpoint_budget), beyond the testbed and no further than checkpoint_range. A
+        plan names it as the cluster to stage, since a larger cluster measures there too (q8 at 3 x, 4 GB,
+        with the data's keys: log's answer is 19,759 slots, the checkpoint measures at 436)."""
+        measured = max(p.slots for p in ex.points if p.phase != CHECKPOINT)  # the testbed's: not another memory's checkpoint
+        hi = max(measured + 1, checkpoint_range(entry, slots))
+        return checkpoint_budget(obs, self.features(ex), self.settings.families, entry.memory_mb, measured + 1, hi)
 
     def holds(self, entry: PlanEntry) -> bool:
         """Whether the testbed can run ``entry``'s budget: its slots and its memory per slot."""
