@@ -504,7 +504,7 @@ def test_a_checkpoint_where_the_families_disagree_refits_that_memory_on_its_own_
 
 def test_a_checkpoint_on_a_cluster_of_n_slots_measures_no_more_than_n_for_any_memory(tmp_path):
     """Each memory's checkpoint lies beyond the testbed's budgets, not beyond the memory measured before it:
-    q8 at 3 x, staged on the 436 slots its plan named, asked 437 of them for its second memory."""
+    counted with them, a checkpoint on the 436 slots a plan named asked 437 for its second memory."""
     ex_, ledger, _ = explorer(tmp_path, "paper-q5-log", max_slots=24)
     with ledger:
         ex = ex_.explore([1024, 4096])
