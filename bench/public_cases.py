@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluate import OVER_TOLERANCE, data_key_statistics, finite, judged_plan, table
+from evaluate import OVER_TOLERANCE, TESTBED_SLOTS, data_key_statistics, finite, judged_plan, table
 
 PLAN, UNREACHABLE = "plan", "unreachable"
 MEMORY_MB = 4096
@@ -113,7 +113,16 @@ def main() -> int:
                         help="only these cases, comma-separated profile:multiple (e.g. q5:1.4); default: all")
     parser.add_argument("--key-stats", action="store_true",
                         help="plan with the data's key statistics (streambed sim keys, as plan --key-stats reads them)")
+    parser.add_argument("--checkpoint-slots", type=int, default=None,
+                        help="staged measurements on a simulated cluster of that many slots (plan --checkpoint-slots)")
     args = parser.parse_args()
+    if args.checkpoint_slots is not None and args.checkpoint_slots <= TESTBED_SLOTS:
+        print(f"--checkpoint-slots {args.checkpoint_slots}: expected more than the testbed's {TESTBED_SLOTS} slots",
+              file=sys.stderr)
+        return 2
+    if args.checkpoint_slots and args.evaluation:
+        print("--checkpoint-slots: plans here; a section A run's rows (--evaluation) were planned without", file=sys.stderr)
+        return 2
     try:
         cases = chosen_cases(args.cases)
     except ValueError as e:
@@ -136,9 +145,10 @@ def main() -> int:
         row = known.get((case.profile, float(case.multiple)))
         source = "section A run"
         if row is None:
-            row, source = judged_plan(out, case.profile, case.multiple,
+            row, source = judged_plan(out, case.profile, case.multiple, checkpoint_slots=args.checkpoint_slots,
                                       explorer=data_key_statistics(case.profile) if args.key_stats else None), \
-                "planned here" + (" with the data's key statistics" if args.key_stats else "")
+                "planned here" + (" with the data's key statistics" if args.key_stats else "") + \
+                (f", a checkpoint on {args.checkpoint_slots:,} slots" if args.checkpoint_slots else "")
         records.append(case_record(case, row, source))
     table("Issue 35's public cases (4 GB per slot), judged by the sim's truth",
           ("case", "rate, ev/s", "planned slots", "true minimum", "own MST / target", "verdict", "bar", "from"),
