@@ -404,3 +404,32 @@ def test_the_page_loads_in_chromium_without_console_errors_and_shows_its_plots(c
         # a heat map (busyness) is there too: many shades of its orange-red scale
         reds = pixels[(pixels[:, :, 0] > 180) & (pixels[:, :, 2] < 120)]
         assert len({tuple(p) for p in reds}) > 20
+
+
+def test_a_plan_that_is_a_checkpoints_measurement_says_so():
+    from streambed.model import PlanEntry
+    from streambed.planner.checkpoints import held_at_checkpoint
+    from streambed.planner.exploration import CHECKPOINT, ExplorationPoint
+
+    class Infos(Recorder):
+        def __init__(self):
+            super().__init__()
+            self.infos = []
+
+        def info(self, message):
+            self.infos.append(message)
+
+    p = plan(b=1e4)
+    e = p["entries"][0]
+    unreachable = PlanEntry(512, None, None, None, None, {}, max_slots=e["max_slots"], unreachable=e["unreachable"])
+    staged = ExplorationPoint(512, 400, 1.2e7, {"Calc#1": 400}, 1.3e7, 0.0, 900.0, CHECKPOINT)
+    held = {**p, "entries": [held_at_checkpoint(unreachable, [staged], 1e7, 1.1).to_dict()]}
+    out = Infos()
+    plan_tables(out, held)
+    assert out.warnings == []  # no longer "unreachable"
+    [line] = [m for m in out.infos if m.startswith("512 MB per slot")]
+    assert "measured at a checkpoint: 400 slots at 12,000,000 events/s, 1.20 x the rate" in line
+    assert "the model alone: unreachable within 19" in line
+    out = Infos()
+    plan_tables(out, p)
+    assert not any(m.startswith("512 MB per slot") for m in out.infos)

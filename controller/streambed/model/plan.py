@@ -14,6 +14,8 @@ from .catchup import CatchUp
 
 MAX_PLAN_SLOTS = 100_000
 """The largest budget the planner solves for (the inverse solve's upper bound)."""
+HELD_AT_CHECKPOINT = "measured at a checkpoint"
+"""How ``configured_from`` begins for an entry that is a checkpoint's budget (planner/checkpoints.held_at_checkpoint)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from ..model import Features, Observation, PlanEntry
+from ..model.plan import HELD_AT_CHECKPOINT
 from .surrogates import fit
 
 
@@ -44,7 +45,7 @@ def held_at_checkpoint(entry: PlanEntry, checkpoints: Sequence, rate: float, saf
     return replace(entry, slots=best.slots, configuration=dict(best.configuration), predicted_mst=best.mst,
                    bids2_rate=best.predicted_rate, max_parallelism=best.max_parallelism, unreachable=None,
                    risk=None, unseen=(),
-                   configured_from=f"measured at a checkpoint: {best.slots:,} slots at {best.mst:,.0f} events/s, "
+                   configured_from=f"{HELD_AT_CHECKPOINT}: {best.slots:,} slots at {best.mst:,.0f} events/s, "
                    f"{best.mst / rate:.2f} x the rate (the model alone: {entry.unreachable})")
 
 

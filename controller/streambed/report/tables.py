@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import FAMILY_SPREAD_LIMIT, family_spread
+from ..model.plan import HELD_AT_CHECKPOINT
 from ..model.verdict import SOURCE_LIMITED
 from .console import Output
 
@@ -52,6 +53,8 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
             out.warn(f"{e['memory_mb']} MB per slot: {e['slots']:,} slots lie beyond the model's trusted limit "
                      f"({e.get('max_slots'):,} slots) and the measurements show no ceiling; confirm with a staged "
                      f"measurement ({e.get('checkpoint')})")
+        if (e.get("configured_from") or "").startswith(HELD_AT_CHECKPOINT):  # the plan is a measurement, not a solve
+            out.info(f"{e['memory_mb']} MB per slot: {e['configured_from']}")
         if e.get("key_warning"):
             out.warn(f"{e['memory_mb']} MB per slot: {e['key_warning']}")
         for line in e.get("unseen") or ():
