@@ -10,7 +10,8 @@ truth's bottleneck and the configuration. The rates the policy reads are printed
     .venv/bin/python bench/experiments/policy_at_scale.py DIR/A-q8-3x --profile q8 --slots 48,224,454,1000,2000
 
 DIR is a ``bench/evaluate.py`` or ``bench/public_cases.py`` output; ``--key-stats``: the plan read the data's
-key statistics (``public_cases.py --key-stats``, section G's ``--generated-key-stats``).
+key statistics (``public_cases.py --key-stats``, section G's ``--generated-key-stats``). ``--rate-factor
+OPERATOR=F``: what the configurations would be, and sustain, were that operator's rate read F times as high.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from streambed.errors import UserError
@@ -44,6 +46,8 @@ def main() -> int:
     p.add_argument("--memory", type=int, default=4096, help="memory per slot, MB (default 4096)")
     p.add_argument("--slots", default="48,224,454", help="budgets, comma-separated")
     p.add_argument("--key-stats", action="store_true", help="the plan read the data's key statistics")
+    p.add_argument("--rate-factor", action="append", default=[], metavar="OPERATOR=F",
+                   help="what if: the policy reads OPERATOR's true rate times F (repeatable)")
     p.add_argument("--json", type=Path, help="also write the rows here")
     args = p.parse_args()
     try:
@@ -52,6 +56,12 @@ def main() -> int:
             raise ValueError
     except ValueError:
         sys.exit(f"--slots: expected positive budgets separated by commas, got {args.slots!r}")
+    try:
+        factors = {op: float(f) for op, f in (item.split("=", 1) for item in args.rate_factor)}
+        if any(f <= 0 for f in factors.values()):
+            raise ValueError
+    except ValueError:
+        sys.exit(f"--rate-factor: expected OPERATOR=F with F > 0, got {args.rate_factor}")
     try:
         profile = load_profile(args.profile)
         ex = Exploration.from_dict(json.loads((args.case / "exploration.json").read_text()))
@@ -71,6 +81,12 @@ def main() -> int:
                                            policy_named(DEFAULT_POLICY))
         explorer = ResourceExplorer(optimizer, tb.info(), settings)
         metrics, origin = explorer.final_metrics(ex, args.memory)
+        unknown = set(factors) - {op for op, _ in metrics.operators}
+        if unknown:
+            sys.exit(f"--rate-factor: {', '.join(sorted(unknown))}: not an operator of {profile.name}")
+        metrics = replace(metrics, operators=tuple((op, replace(r, true_rate=r.true_rate * factors.get(op, 1.0)))
+                                                   for op, r in metrics.operators))
+        origin += "".join(f"; {op}'s rate x {f:g} (what if)" for op, f in factors.items())
         print(f"{profile.name} at {args.memory} MB, rates from {origin}:")
         for op, r in metrics.operators:
             print(f"  {op:<26} true rate {r.true_rate:>12,.0f} records/s a task, input ratio {r.input_ratio:.4f}")
