@@ -31,7 +31,7 @@ def held_at_checkpoint(entry: PlanEntry, checkpoints: Sequence, rate: float, saf
     """``entry`` where the model leaves it unreachable but a checkpoint (ExplorationPoint of phase checkpoint)
     of its memory measured the rate with the plan's safety factor: the smallest such checkpoint's budget, in
     the configuration it measured. A staged run of that configuration at that scale is what the model's
-    extrapolation stands in for (q8 at 3 x, 4 GB: a checkpoint on 454 slots measured 30.1 M events/s, 1.17 x
+    extrapolation stands in for (q8 at 3 x, 4 GB: a checkpoint on 454 slots measured 30.1 M events/s, 1.18 x
     the rate, and the model refitted on it, whose configurations of larger budgets give the join the slots,
     still said unreachable). Its configuration ran at that scale, so nothing is left unseen there, and no
     risk is estimated: the budget was measured, not solved for. The model's answer stays in
