@@ -424,12 +424,16 @@ def test_a_plan_that_is_a_checkpoints_measurement_says_so():
     unreachable = PlanEntry(512, None, None, None, None, {}, max_slots=e["max_slots"], unreachable=e["unreachable"])
     staged = ExplorationPoint(512, 400, 1.2e7, {"Calc#1": 400}, 1.3e7, 0.0, 900.0, CHECKPOINT)
     held = {**p, "entries": [held_at_checkpoint(unreachable, [staged], 1e7, 1.1).to_dict()]}
+    exploration = {"points": [{**staged.to_dict(), "phase": CHECKPOINT}], "optimizer_calls": 1, "estimator_calls": 1,
+                   "testbed_seconds": 900.0, "stop_reason": "-", "loocv_rmse": {}}
     out = Infos()
-    plan_tables(out, held)
+    plan_tables(out, held, exploration)
     assert out.warnings == []  # no longer "unreachable"
     [line] = [m for m in out.infos if m.startswith("512 MB per slot")]
     assert "measured at a checkpoint: 400 slots at 12,000,000 events/s, 1.20 x the rate" in line
     assert "the model alone: unreachable within 19" in line
+    [staged_line] = [m for m in out.infos if m.startswith("checkpoint (--checkpoint-slots)")]
+    assert staged_line.endswith("the 512 MB plan is this budget, as measured")
     out = Infos()
     plan_tables(out, p)
     assert not any(m.startswith("512 MB per slot") for m in out.infos)

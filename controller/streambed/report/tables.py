@@ -79,10 +79,13 @@ def plan_tables(out: Output, plan: dict, exploration: dict | None = None, replay
     if exploration:
         staged = [p for p in exploration["points"] if p.get("phase") == "checkpoint"]
         for p in staged:
-            own = next((e.get("model") for e in entries if e["memory_mb"] == p["memory_mb"]), None)
+            entry = next((e for e in entries if e["memory_mb"] == p["memory_mb"]), {})
+            own = entry.get("model")
+            held = (entry.get("configured_from") or "").startswith(HELD_AT_CHECKPOINT) and entry.get("slots") == p["slots"]
             out.info(f"checkpoint (--checkpoint-slots): {p['slots']:,} slots x {p['memory_mb']} MB measured "
-                     f"{p['mst']:,.0f} events/s; the {p['memory_mb']} MB plan rests on that memory's own "
-                     f"measurements" + (f" ({own['family']} model)" if own else ""))
+                     f"{p['mst']:,.0f} events/s; " + (f"the {p['memory_mb']} MB plan is this budget, as measured" if held
+                     else f"the {p['memory_mb']} MB plan rests on that memory's own measurements"
+                     + (f" ({own['family']} model)" if own else "")))
     spread = max((family_spread(e.get("by_family") or {}) for e in entries), default=1.0)
     if spread > FAMILY_SPREAD_LIMIT:
         out.warn(f"the candidate families disagree on this plan "
