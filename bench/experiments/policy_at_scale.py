@@ -69,6 +69,8 @@ def main() -> int:
         sys.exit(str(e))
     except OSError as e:
         sys.exit(f"{args.case}: {e.strerror or e}")
+    except (ValueError, KeyError, TypeError) as e:
+        sys.exit(f"{args.case}/exploration.json: not a campaign's exploration ({e!s:.100})")
     if args.memory not in {pt.memory_mb for pt in ex.points}:
         sys.exit(f"--memory {args.memory}: the campaign measured {sorted({pt.memory_mb for pt in ex.points})} MB")
     tb = SimTestbed(profile, SimSettings(seed=0, max_slots=TESTBED_SLOTS))
