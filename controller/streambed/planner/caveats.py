@@ -30,7 +30,8 @@ HIDDEN_KEY_RISK = 0.30
 one of its keyed operators below the rate (PlanEntry.key_warning, sizing.hidden_keys): the runs fit the
 keys with that key and without it. A stated prior, of the order measured: on two held-out generated seeds,
 5 of the 18 planned entries with such a warning fell short, and none of the 48 without one
-(docs/evaluation.md, section G, "A key the testbed could not exclude")."""
+(docs/evaluation.md, section G, "How the planner got here"; the full account in the evaluation log,
+`git show 955fb85:docs/evaluation.md`, "A key the testbed could not exclude")."""
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
