@@ -279,11 +279,34 @@ def test_efficiency_is_the_largest_budgets_and_declines_where_the_measurements_d
     at_12 = 1 - 0.5 * math.log(3) / math.log(12)
     assert spread(24) == pytest.approx(math.sqrt(2 * math.log(24)))
     assert eta(24) == pytest.approx(at_12 + (0.5 - at_12) * (spread(24) - spread(12)) / (spread(48) - spread(12)))
-    # beyond the largest budget: down along the trend fitted on sqrt(2 ln P), slower than along ln P
+    # beyond the largest budget: down along the trend fitted on sqrt(2 ln P), slower than along ln P; by
+    # default the lag law (1 / eta linear in spread), the linear law on request
     slope = float(np.polyfit([spread(p) for p in (4, 12, 48)],
                              [1 - 0.5 * math.log(p / 4) / math.log(12) for p in (4, 12, 48)], 1)[0])
-    assert eta(480) == pytest.approx(0.5 + slope * (spread(480) - spread(48)))
+    assert 1 / eta(480) == pytest.approx(1 / 0.5 + (-slope / 0.5 ** 2) * (spread(480) - spread(48)))
+    linear, _, _ = efficiency(falling, 4096, predict, law="linear")
+    assert linear(480) == pytest.approx(0.5 + slope * (spread(480) - spread(48)))
+    assert linear(480) < eta(480) < 0.5
     assert efficiency(flat, 512, predict) is None  # no measurement of that memory
+
+
+def test_the_lag_law_keeps_the_measured_slope_and_never_reaches_zero():
+    """sizing.lagged: beyond the largest budget the time per record (1 / eta) grows linearly in spread(P),
+    with the slope measured there; the linear law falls to 0 where a steep decline is carried far."""
+    from streambed.planner.sizing import lagged
+
+    top, slope = 2.78, -0.39  # eta 0.34 at 48 slots, falling as a straggling window's did on the testbed
+    h = 1e-6
+    assert (lagged(0.34, slope, top, top + h) - 0.34) / h == pytest.approx(slope, rel=1e-4)
+    assert lagged(0.34, slope, top, top) == pytest.approx(0.34)
+    assert lagged(0.34, slope, top, top + 0.87, law="linear") == pytest.approx(0.0, abs=1e-3)
+    far = [lagged(0.34, slope, top, top + d) for d in (0.2, 0.87, 5.0, 50.0)]
+    assert all(a > b > 0 for a, b in zip(far, far[1:]))
+    assert lagged(0.34, slope, top, top + 0.2) == pytest.approx(0.34 / (1 + 0.39 / 0.34 * 0.2))
+    # a gentle decline: the two laws agree within 2 % out to 1,000 slots (spread 3.72 against 2.78)
+    assert lagged(0.9, -0.1, top, 3.72) == pytest.approx(lagged(0.9, -0.1, top, 3.72, law="linear"), rel=0.02)
+    # never raised; nothing to lower below zero
+    assert lagged(0.5, 0.05, top, 5.0) == 0.5 and lagged(0.0, -0.1, top, 5.0) == 0.0
 
 
 def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level():
@@ -311,7 +334,7 @@ def test_the_efficiencys_decline_is_pooled_over_memories_each_at_its_own_level()
     eta_own, _, _ = efficiency(steep, 4096, predict)
     eta_pooled, _, eta_top = efficiency(steep, 4096, predict, decline=-0.01)
     assert eta_top == pytest.approx(0.5) and eta_pooled(48) == pytest.approx(0.5)
-    assert eta_pooled(2000) == pytest.approx(0.5 - 0.01 * (spread(2000) - x48))
+    assert 1 / eta_pooled(2000) == pytest.approx(1 / 0.5 + 0.01 / 0.5 ** 2 * (spread(2000) - x48))
     assert eta_own(2000) < eta_pooled(2000)
     # a rising pooled slope never raises eta beyond the largest budget
     assert efficiency(steep, 4096, predict, decline=0.05)[0](2000) == pytest.approx(0.5)

@@ -13,6 +13,8 @@ from .optimizer import OptimizerResult
 
 BEYOND_TRUSTED_KEYS = ("configured", "agree")
 """ExplorerSettings.beyond_trusted_keys' values."""
+DECLINE_LAWS = ("lag", "linear")
+"""ExplorerSettings.decline_law's values (sizing.lagged)."""
 RATES_HOLD = 0.90
 """How far the runs' MSTs may fall below what the smallest run's rates predict for them, at the largest budget
 against the smallest, for a plan to trust its configuration's capacity beyond the budgets D measured
@@ -70,6 +72,9 @@ class ExplorerSettings:
     """A keyed operator planned on more tasks than its keys' worth (1 / H), where a key the runs could not
     exclude would hold those tasks below the rate (sizing.outnumbered_keys), makes the plan of that memory
     unreachable until the data's key statistics or a checkpoint tell; False: a plan with a key warning."""
+    decline_law: str = "lag"
+    """How the efficiency measured on the testbed declines beyond it (sizing.lagged): "lag", the time per
+    record grows with the slowest of P tasks' lag; "linear", eta itself falls along it (down to 0)."""
     confirm_rounds: int = 3
     """A plan the testbed can hold is measured in its own configuration (ResourceExplorer.confirm) and, where
     short of the rate, made again with that measurement in D, at most this many times; 0: never measured."""
@@ -85,6 +90,8 @@ class ExplorerSettings:
         if self.beyond_trusted_keys not in BEYOND_TRUSTED_KEYS:
             raise ValueError(f"beyond_trusted_keys {self.beyond_trusted_keys!r}: expected one of "
                              f"{', '.join(BEYOND_TRUSTED_KEYS)}")
+        if self.decline_law not in DECLINE_LAWS:
+            raise ValueError(f"decline_law {self.decline_law!r}: expected one of {', '.join(DECLINE_LAWS)}")
         if self.below_model_with_keys < 1:
             raise ValueError(f"below_model_with_keys {self.below_model_with_keys}: expected 1 or more")
         if not 0 <= self.rates_hold_floor <= 1:

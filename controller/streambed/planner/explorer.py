@@ -293,7 +293,8 @@ class ResourceExplorer:
         spans = [m for m in sorted({p.memory_mb for p in ex.points})  # a decline needs two budgets
                  if len({p.slots for p in ex.points if p.memory_mb == m}) >= 2]
         per_memory = [measured_etas(ex.points, m, predictor(policy, self.final_metrics(ex, m)[0])) for m in spans]
-        return efficiency(ex.points, memory_mb, predictor(policy, metrics), decline=pooled_decline(per_memory))
+        return efficiency(ex.points, memory_mb, predictor(policy, metrics), decline=pooled_decline(per_memory),
+                          law=self.settings.decline_law)
 
     def measured_from_smallest(self, ex: Exploration, memory_mb: int) -> list[tuple[int, float]]:
         """(slots, eta) of D's runs of ``memory_mb``: each run's MST over the policy's prediction of its

@@ -154,6 +154,23 @@ def spread(slots: int) -> float:
     return max_z(max(int(slots), 1))
 
 
+def lagged(eta_top: float, slope: float, spread_top: float, spread_at: float, law: str = "lag") -> float:
+    """eta beyond the largest budget measured, from its eta there and the measured slope along spread(P).
+
+    "lag": a budget's tasks wait on the slowest of P, whose time exceeds the mean by a number of
+    deviations that grows as spread(P) (the fork-join bound: E[max of P] ~ mean + sd sqrt(2 ln P)), so
+    the time per record, 1 / eta, grows linearly in spread(P) and eta = useful / (useful + lag) never
+    reaches 0. Its slope at the largest budget is the measured one. "linear": eta itself falls linearly
+    in spread(P), the lag law's first-order form, which reaches 0 where a steep decline is carried far
+    (a straggling window whose eta fell from 0.7 to 0.34 within 48 slots read 0 at 775, where its own
+    configurations held 0.26-0.30: docs/evaluation.md, section G). Never raised."""
+    if slope >= 0 or eta_top <= 0:
+        return eta_top
+    if law == "linear":
+        return max(0.0, eta_top + slope * (spread_at - spread_top))
+    return eta_top / (1.0 + (-slope / eta_top) * (spread_at - spread_top))
+
+
 def measured_etas(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float]
                   ) -> list[tuple[int, float]]:
     """(slots, eta) of every budget measured with ``memory_mb``: its MST over ``predict(point)``, at most 1."""
@@ -185,12 +202,12 @@ def pooled_decline(per_memory: Sequence[Sequence[tuple[int, float]]]) -> float |
 
 
 def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Callable[[ExplorationPoint], float],
-               decline: float | None = None) -> tuple[Callable[[int], float], int, float] | None:
+               decline: float | None = None, law: str = "lag") -> tuple[Callable[[int], float], int, float] | None:
     """eta(P): how much of its configuration's predicted rate a budget really sustains, measured MST over
     ``predict(point)`` (the policy's capacities with the plan's metrics) at each budget measured
     with ``memory_mb``. Beyond the testbed: the largest budget's eta (the lowest of its repeats), lowered
-    further along spread(P) by ``decline`` (pooled_decline: one slope for every memory) or, without
-    it, by this memory's own slope, where the measurements decline with P (never raised). Between
+    further along spread(P) by the ``law`` (``lagged``) at the slope ``decline`` (pooled_decline: one slope
+    for every memory) or, without it, this memory's own, where the measurements decline with P. Between
     the two largest budgets (the testbed's and a checkpoint's, far beyond it), eta runs linearly in
     spread(P) from one's lowest to the other's. Returns (eta, the largest budget measured, its eta),
     or None without measurements of that memory."""
@@ -212,7 +229,7 @@ def efficiency(points: Sequence[ExplorationPoint], memory_mb: int, predict: Call
         if below is not None and below < slots < top:
             eta_below = min(e for s, e in etas if s == below)
             return eta_below + (eta_top - eta_below) * (spread(slots) - spread(below)) / (spread(top) - spread(below))
-        return max(0.0, eta_top + min(slope, 0.0) * (spread(max(slots, top)) - spread(top)))
+        return lagged(eta_top, slope, spread(top), spread(max(slots, top)), law)
 
     return eta, top, eta_top
 
