@@ -172,6 +172,34 @@ def test_a_key_the_testbed_could_not_exclude_enters_the_risk():
 # -- disturbed measurements ------------------------------------------------------------------------------
 
 
+def _budget(slots, mst, busy, memory=4096):
+    from streambed.planner.exploration import ExplorationPoint
+
+    ops = [{"operator": op, "busyness_max": b} for op, b in busy.items()]
+    return ExplorationPoint(memory, slots, mst, {op: 1 for op in busy}, 0.0, math.nan, 0.0, "search",
+                            measurement={"operators": ops})
+
+
+def test_a_loss_no_busy_operator_accounts_for_is_said_and_enters_the_risk():
+    """caveats.unattributed_loss: a largest budget at 64 % of its prediction, its busiest operator 66 % busy
+    (a straggling window's stalls, seed 20261218): the line names the budget and what tells; a busy
+    operator, or a small loss, accounts for it; the lowest MST of a repeated budget is the one read."""
+    busy = {"Calc#1": 0.66, "GroupWindowAggregate#2": 0.28}
+    points = [_budget(24, 5e7, {"Calc#1": 0.99}), _budget(48, 9.6e7, busy)]
+    line = caveats.unattributed_loss(points, 4096, 48, 0.64)
+    assert line is not None and "(48 slots) sustained 64 %" in line and "66 % busy" in line
+    assert "--checkpoint-slots" in line
+    assert caveats.unattributed_loss(points, 4096, 48, 0.85) is None  # a small loss
+    assert caveats.unattributed_loss(points, 1024, 48, 0.64) is None  # no budget of that memory
+    saturated = [_budget(48, 9.6e7, {**busy, "GroupWindowAggregate#2": 0.95})]
+    assert caveats.unattributed_loss(saturated, 4096, 48, 0.64) is None  # a busy operator is the bound
+    repeated = [_budget(48, 9.0e7, {"Calc#1": 0.5}), _budget(48, 9.6e7, {"Calc#1": 0.9})]
+    assert "50 % busy" in caveats.unattributed_loss(repeated, 4096, 48, 0.64)
+    assert caveats.unattributed_risk(line) == caveats.UNATTRIBUTED_RISK and caveats.unattributed_risk(None) == 0.0
+    assert caveats.combined_risk(0.0, caveats.unseen_risk((line,)), caveats.unattributed_risk(line)) == \
+        pytest.approx(1 - (1 - caveats.UNSEEN_RISK) * (1 - caveats.UNATTRIBUTED_RISK))
+
+
 def test_disturbance_warns_when_a_window_was_repeated_or_taken_short_of_cpu():
     share, warning = caveats.disturbance_warning([(0, 0.0), (1, 0.02), (0, 0.08), (0, 0.01)])
     assert share == 0.5 and "2 of the 4 measurements" in warning and "1 window(s) repeated" in warning

@@ -9,6 +9,8 @@
 * ``disturbed``/``disturbance_warning``: measurements the testbed repeated, or took, while its host
   was short of CPU (model/measurement.CpuContention): a plan-level warning and a share of the risk.
 * ``hidden_key_risk``: a key too faint for the testbed could hold the plan below the rate.
+* ``unattributed_loss``: the testbed's largest budget fell well short of its configuration's prediction
+  with no operator busy enough to account for it; the plan spreads that loss over every operator.
 * ``combined_risk``: independent sources of risk, combined.
 * ``beyond_trusted_start``: between "unreachable" and a plan, the budget a plan beyond the model's
   trusted range starts from.
@@ -32,6 +34,18 @@ keys with that key and without it. A stated prior, of the order measured: on two
 5 of the 18 planned entries with such a warning fell short, and none of the 48 without one
 (docs/evaluation.md, section G, "How the planner got here"; the full account in the evaluation log,
 `git show 955fb85:docs/evaluation.md`, "A key the testbed could not exclude")."""
+UNATTRIBUTED_ETA = 0.80
+"""A largest budget that sustains less than this share of what the policy predicts for its configuration
+lost a fifth of its capacity to something the prediction does not count (unattributed_loss)."""
+ATTRIBUTING_BUSY = 0.80
+"""An operator whose busiest task is this busy at the MST accounts for the budget's bound itself (a
+bottleneck near saturation); below it in every operator, the loss is no operator's throughput."""
+UNATTRIBUTED_RISK = 0.30
+"""The risk an entry carries at least with an unattributed loss (unattributed_loss). A stated prior, of the
+order measured: on the held-out generated seeds 20261218 and 20261219, three profiles read such a loss at
+48 slots (a window whose firings straggle in each); of their 12 planned entries 7 fell short, of the
+other 107 planned entries one (docs/evaluation.md, section G). The proxy's efficiency (the optimizer's own
+prediction for each budget), read from those runs' exploration.json, stands in for the plan's."""
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
@@ -150,6 +164,32 @@ def unseen_reasons(configuration: Mapping[str, int], widest: Mapping[str, int], 
     if trusted_slots is not None and slots is not None and slots > trusted_slots:
         lines.append(f"the budget ({slots:,} slots) lies beyond the model's trusted limit ({trusted_slots:,})")
     return tuple(lines)
+
+
+def unattributed_loss(points: Iterable, memory_mb: int, slots: int, eta: float) -> str | None:
+    """The line for a largest budget (``slots`` at ``memory_mb``, efficiency ``eta``: its MST over what the
+    policy predicts for its configuration) that lost more than 1 - UNATTRIBUTED_ETA of its capacity while
+    no operator of its measurement (``points``: ExplorationPoints, the lowest MST of that budget counts) was
+    ATTRIBUTING_BUSY busy. Such a loss is not any operator's throughput: a window whose straggling firings
+    stall the job's input shows no busy operator and no steady back-pressure. The plan lowers every
+    operator's capacity by it alike (sizing.efficiency), so the operator that lost it gets too few tasks.
+    None otherwise."""
+    at = [p for p in points if p.memory_mb == memory_mb and p.slots == slots and p.mst > 0 and p.measurement]
+    if eta >= UNATTRIBUTED_ETA or not at:
+        return None
+    point = min(at, key=lambda p: p.mst)
+    busiest = max((float(o["busyness_max"]) for o in point.measurement.get("operators", ())), default=1.0)
+    if busiest >= ATTRIBUTING_BUSY:
+        return None
+    return (f"the testbed's largest budget ({slots:,} slots) sustained {100 * eta:.0f} % of what its configuration "
+            f"predicts while no operator was more than {100 * busiest:.0f} % busy: no operator accounts for the loss, "
+            f"so the plan spreads it over all of them. A window whose firings stall the job then gets too few "
+            f"tasks; a checkpoint at this scale (--checkpoint-slots) tells")
+
+
+def unattributed_risk(line: str | None) -> float:
+    """The risk floor of an entry with an unattributed loss (UNATTRIBUTED_RISK when it has one)."""
+    return UNATTRIBUTED_RISK if line else 0.0
 
 
 def unseen_risk(unseen: Sequence[str]) -> float:

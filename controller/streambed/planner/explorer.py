@@ -597,8 +597,12 @@ class ResourceExplorer:
             measured_max_parallelisms={p.max_parallelism for p in seen},
             trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots, counted=counted,
             beyond_data=self.beyond_data(ex))
+        eff = self.memory_efficiency(ex, entry.memory_mb, self.final_metrics(ex, entry.memory_mb)[0])
+        loss = caveats.unattributed_loss(ex.points, entry.memory_mb, eff[1], eff[2]) if eff else None
+        unseen = (*unseen, loss) if loss else unseen
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
-                                     caveats.unseen_risk(unseen), caveats.hidden_key_risk(entry.key_warning))
+                                     caveats.unseen_risk(unseen), caveats.hidden_key_risk(entry.key_warning),
+                                     caveats.unattributed_risk(loss))
         return replace(entry, unseen=unseen, risk=risk)
 
     def planned_loads(self, ex: Exploration, entry: PlanEntry, rate: float) -> dict[str, tuple[float, float]]:
