@@ -147,8 +147,8 @@ test-cluster: $(VENV)/.installed $(FLINK_JOB_JAR)
 # Debian packages the tests use besides what the roles install: chromium (the report page's browser
 # test), openssh-server (fabric and Ansible over a real SSH, tests/test_nodes.py) and
 # prometheus-node-exporter (the dashboards' host panel, tests/test_dashboards.py; the node_exporter
-# role installs it on clusters), prometheus (promtool parses every dashboard query), systemd (`systemd-analyze verify` of the roles' units,
-# tests/test_ansible_supervision.py) and sudo (Ansible's become over SSH, tests/test_ansible_ssh.py).
+# role installs it on clusters), prometheus (promtool parses every dashboard query), systemd
+# (`systemd-analyze verify` of the roles' units, tests/test_ansible_supervision.py) and sudo (Ansible's become over SSH, tests/test_ansible_ssh.py).
 # Installed once when missing (as root, else through sudo); the stamp makes the check one file test.
 TEST_PACKAGES := chromium openssh-server prometheus-node-exporter prometheus systemd sudo
 TEST_PACKAGES_STAMP := $(VENV)/.test-packages

@@ -162,8 +162,8 @@ def lagged(eta_top: float, slope: float, spread_top: float, spread_at: float, la
     the time per record, 1 / eta, grows linearly in spread(P) and eta = useful / (useful + lag) never
     reaches 0. Its slope at the largest budget is the measured one. "linear": eta itself falls linearly
     in spread(P), the lag law's first-order form, which reaches 0 where a steep decline is carried far
-    (a straggling window whose eta fell from 0.7 to 0.34 within 48 slots read 0 at 775, where its own
-    configurations held 0.26-0.30: docs/evaluation.md, section G). Never raised."""
+    (a straggling window's eta of 0.34 at 48 slots read 0 at 775, where its own configurations held
+    0.26-0.30: docs/evaluation.md, section G). Never raised."""
     if slope >= 0 or eta_top <= 0:
         return eta_top
     if law == "linear":
