@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from streambed.ledger import Ledger
-from streambed.model import Configuration
+from streambed.model import Configuration, Measurement
 from streambed.planner.estimator import CapacityEstimator, Timing
 from streambed.planner.exploration import Exploration, ExplorerSettings
 from streambed.planner.explorer import ResourceExplorer
@@ -42,12 +44,44 @@ TESTBED_SLOTS = 48
 FLOOR = 0.97
 
 
+def window_metrics(case_dir: Path, ex: Exploration) -> None:
+    """Each recorded point's rate-search windows with their per-operator metrics (exploration.compact_trace),
+    from the case's ledger, where its exploration.json predates them: a point's windows are the ledger's
+    ``coNN/<memory>MB/<slots>/w<i>`` steps (with their ``/more<j>`` observations merged) whose rates match."""
+    path = case_dir / "ledger.sqlite"
+    if not path.is_file():
+        return
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        steps = {k: json.loads(d) for k, d in db.execute("select key, data from steps")}
+    runs: dict[str, dict[int, Measurement]] = {}
+    for key in sorted(steps):
+        parts = key.split("/")
+        if len(parts) < 4 or not parts[0].startswith("co") or not parts[3].startswith("w") or "measurement" not in steps[key]:
+            continue
+        m = Measurement.from_dict(steps[key]["measurement"])
+        windows = runs.setdefault("/".join(parts[:3]), {})
+        i = int(parts[3][1:])
+        windows[i] = windows[i].then(m) if len(parts) > 4 and i in windows else m
+    for p in ex.points:
+        if not p.trace or "operators" in p.trace[0]:
+            continue
+        for key, windows in runs.items():
+            if key.split("/")[1:] != [f"{p.memory_mb}MB", str(p.slots)] or len(windows) < len(p.trace):
+                continue
+            if all(math.isclose(windows[i].target_rate, w["rate"], rel_tol=1e-9) for i, w in enumerate(p.trace)):
+                for i, w in enumerate(p.trace):
+                    w["operators"] = [{"operator": o.operator, "busyness_max": o.busyness_max,
+                                       "backpressure": o.backpressure} for o in windows[i].operators]
+                break
+
+
 def replan_case(case_dir: Path, row: dict, profile_path: str, explorer_settings: dict | None = None,
                 reselect: bool = False, key_stats: bool = False) -> list[dict]:
     profile = load_profile(profile_path)
     if key_stats:  # the data's key statistics, as `streambed sim keys` writes them for --key-stats
         explorer_settings = {**(explorer_settings or {}), "key_statistics": key_statistics(profile).operators}
     ex = Exploration.from_dict(json.loads((case_dir / "exploration.json").read_text()))
+    window_metrics(case_dir, ex)
     memories = sorted(int(m) for m in row["memories"])
     timing = "paper-complex" if any(o.kind == "join" for o in profile.operators) or any(
         q in profile.name for q in ("q5", "q8")) else "paper-simple"

@@ -15,6 +15,7 @@ from typing import Mapping
 from ..errors import UserError
 from .keyskew import KeySkew
 from .query import Query
+from .stalls import Stall
 
 BUSYNESS_FLOOR = 0.01
 """Lowest busyness used to compute a true rate: below it the measurement says little."""
@@ -312,6 +313,10 @@ class OperatorRates:
     key_skew: KeySkew | None = None
     """A keyed operator's key concentration, pooled over the runs measured (model/keyskew.py); None:
     unknown, and the measured imbalance is carried unchanged."""
+    stall: Stall | None = None
+    """Where its pauses, not its busy time, held the testbed's largest budget (model/stalls.py): the source
+    rate its tasks then hold the job to, at any parallelism (the default policy, policies/skew.py, sizes by
+    it; the paper's BIDS2 and DS2 read busy time alone); None: no such bound seen."""
     memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     """Answers of pure functions of these rates, by argument (policies/skew.busiest_share: a plan asks
     for the same parallelism thousands of times, every budget's configuration bisecting on the rate and
@@ -385,6 +390,11 @@ class SingleTaskMetrics:
         ops = tuple((n, replace(r, key_skew=skews[n]) if r.keyed and n in skews else r) for n, r in self.operators)
         return replace(self, operators=ops)
 
+    def with_stalls(self, stalls: Mapping[str, Stall]) -> "SingleTaskMetrics":
+        """These rates, with the stall bound of the operators ``stalls`` names (model/stalls.py)."""
+        ops = tuple((n, replace(r, stall=stalls[n]) if n in stalls else r) for n, r in self.operators)
+        return replace(self, operators=ops)
+
     def names(self) -> list[str]:
         return [n for n, _ in self.operators]
 
@@ -398,6 +408,8 @@ class SingleTaskMetrics:
                          input_imbalance=r.input_imbalance)
             if r.key_skew is not None:
                 d["key_skew"] = r.key_skew.to_dict()
+            if r.stall is not None:
+                d["stall"] = r.stall.to_dict()
             return d
 
         d = {"query": self.query, "memory_mb": self.memory_mb, "source_rate": self.source_rate,
@@ -409,10 +421,11 @@ class SingleTaskMetrics:
     @classmethod
     def from_dict(cls, d: Mapping) -> "SingleTaskMetrics":
         def rates(o: Mapping) -> OperatorRates:
-            skew = o.get("key_skew")
+            skew, stall = o.get("key_skew"), o.get("stall")
             return OperatorRates(float(o["true_rate_per_task"]), float(o["input_ratio"]), bool(o.get("keyed", False)),
                                  float(o.get("imbalance", 1.0)), int(o.get("measured_parallelism", 1)),
-                                 float(o.get("input_imbalance", 1.0)), KeySkew.from_dict(skew) if skew else None)
+                                 float(o.get("input_imbalance", 1.0)), KeySkew.from_dict(skew) if skew else None,
+                                 Stall.from_dict(stall) if stall else None)
 
         return cls(d["query"], int(d["memory_mb"]), tuple((o["name"], rates(o)) for o in d["operators"]),
                    float(d.get("source_rate", 0.0)), d.get("max_parallelism"))

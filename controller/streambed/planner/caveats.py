@@ -22,6 +22,7 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from ..model import keygroups
+from ..model.stalls import STALL_GROWTH
 from .probes import HEAVIER, PROBE_RATIO
 
 UNSEEN_RISK = 0.10
@@ -45,7 +46,8 @@ UNATTRIBUTED_RISK = 0.30
 order measured: on the held-out generated seeds 20261218 and 20261219, three profiles read such a loss at
 48 slots (a window whose firings straggle in each); of their 12 planned entries 7 fell short, of the
 other 107 planned entries one (docs/evaluation.md, section G). The proxy's efficiency (the optimizer's own
-prediction for each budget), read from those runs' exploration.json, stands in for the plan's."""
+prediction for each budget), read from those runs' exploration.json, stands in for the plan's. An entry
+whose stalling operators the plan bounds (stall_reason) carries it too: their growth law is a prior."""
 MEMORY_BOUND = 1.15
 """An operator is memory-bound when its single-task rate differs by more than this factor between the
 memories per slot measured: its per-task state at the planned scale is not what the testbed held."""
@@ -171,9 +173,10 @@ def unattributed_loss(points: Iterable, memory_mb: int, slots: int, eta: float) 
     policy predicts for its configuration) that lost more than 1 - UNATTRIBUTED_ETA of its capacity while
     no operator of its measurement (``points``: ExplorationPoints, the lowest MST of that budget counts) was
     ATTRIBUTING_BUSY busy. Such a loss is not any operator's throughput: a window whose straggling firings
-    stall the job's input shows no busy operator and no steady back-pressure. The plan lowers every
-    operator's capacity by it alike (sizing.efficiency), so the operator that lost it gets too few tasks.
-    None otherwise."""
+    stall the job's input shows no busy operator and no steady back-pressure. Where the rate search's
+    failing windows name no stalling operator (model/stalls.py; an exploration recorded without their
+    per-operator metrics), the plan lowers every operator's capacity by it alike (sizing.efficiency), so
+    the operator that lost it gets too few tasks. None otherwise."""
     at = [p for p in points if p.memory_mb == memory_mb and p.slots == slots and p.mst > 0 and p.measurement]
     if eta >= UNATTRIBUTED_ETA or not at:
         return None
@@ -185,6 +188,17 @@ def unattributed_loss(points: Iterable, memory_mb: int, slots: int, eta: float) 
             f"predicts while no operator was more than {100 * busiest:.0f} % busy: no operator accounts for the loss, "
             f"so the plan spreads it over all of them. A window whose firings stall the job then gets too few "
             f"tasks; a checkpoint at this scale (--checkpoint-slots) tells")
+
+
+def stall_reason(operator: str, stall, planned: int) -> str:
+    """The line for an entry whose ``operator`` the testbed's largest budget read as stalling (``stall``:
+    model/stalls.Stall), given ``planned`` tasks: what its capacity at that scale rests on."""
+    return (f"{operator}'s pauses, not its busy time, held the testbed's largest budget at {stall.rate:,.0f} events/s "
+            f"on {stall.parallelism:,} task{'s' if stall.parallelism != 1 else ''} of it (the operators in front of it "
+            f"waited on it just above that rate); the plan gives it {planned:,}, its capacity growing as the "
+            f"{'square root' if STALL_GROWTH == 0.5 else f'power {STALL_GROWTH:g}'} of its tasks (the slowest of "
+            f"more pauses is longer; a heavier tail of pauses needs more tasks). A checkpoint at this scale "
+            f"(--checkpoint-slots) tells")
 
 
 def unattributed_risk(line: str | None) -> float:

@@ -78,6 +78,9 @@ class ExplorerSettings:
     confirm_rounds: int = 3
     """A plan the testbed can hold is measured in its own configuration (ResourceExplorer.confirm) and, where
     short of the rate, made again with that measurement in D, at most this many times; 0: never measured."""
+    stalls: bool = True
+    """An operator whose pauses held the testbed's largest budget (model/stalls.py, ResourceExplorer.stalls) is
+    sized by its stall bound; False: its loss lowers every operator's capacity alike (the efficiency)."""
     probes: bool = True
     """Skew probes (ResourceExplorer.probe): a keyed operator planned far wider than the testbed ran it is
     measured at the testbed's widest before the plan trusts its key skew."""
@@ -176,9 +179,12 @@ def cpu_disturbance(estimate: dict) -> tuple[int, float]:
 
 
 def compact_trace(estimate: dict) -> list[dict]:
-    """The windows of an estimate without their per-operator metrics."""
+    """The windows of an estimate, each operator's metrics reduced to what names a stalling one
+    (model/stalls.py: its busiest task's busyness, its back-pressure)."""
     return [{"rate": w["rate"], "success": w["success"], "min_rate": w["min_rate"], "max_rate": w["max_rate"],
-             "measurement": {k: w["measurement"][k] for k in ("start", "end", "achieved_rate", "target_rate")}}
+             "measurement": {k: w["measurement"][k] for k in ("start", "end", "achieved_rate", "target_rate")},
+             "operators": [{k: o[k] for k in ("operator", "busyness_max", "backpressure")}
+                           for o in w["measurement"].get("operators", ())]}
             for w in estimate["windows"]]
 
 

@@ -36,6 +36,7 @@ from ..model import (Budget, Configuration, Features, Measurement, Observation, 
 from ..model import keygroups, loadrate
 from ..model.keystats import skews_with_data
 from ..model.measurement import key_samples, key_skews
+from ..model.stalls import Stall, stalling
 from . import caveats
 from .checkpoints import checkpoint_budget, checkpoint_family, checkpoint_range, held_at_checkpoint
 from .estimator import Estimator
@@ -197,7 +198,32 @@ class ResourceExplorer:
         if shown:
             origin += "; " + ", ".join(f"{op} at most {x:,.0f} records/s a task" for op, x in shown.items()) + \
                 " (the heaviest load the testbed could show a task of it)"
-        return metrics.with_key_skew(skews).with_load_limits({**limits, **shown}), origin
+        metrics = metrics.with_key_skew(skews).with_load_limits({**limits, **shown})
+        stalls = self.stalls(ex, memory_mb)
+        if stalls:
+            origin += "; " + ", ".join(f"{op}'s stalls held {s.parallelism} tasks of it to {s.rate:,.0f} events/s"
+                                       for op, s in stalls.items()) + " (more tasks: model/stalls.py)"
+        return metrics.with_stalls(stalls), origin
+
+    def stalls(self, ex: Exploration, memory_mb: int) -> dict[str, Stall]:
+        """The operators whose pauses held the largest budget of ``memory_mb`` (model/stalls.py), with the rate
+        it held the source to and its tasks there: where no operator was caveats.ATTRIBUTING_BUSY busy at
+        that budget's MST and the rate search's failing windows just above the MST name one
+        (stalling_operator). Its efficiency need not show the loss: a load probe of a stalling window
+        reads its one task's stall-bound load as its rate, and the plan then carries that load to every
+        task. Empty otherwise, and for explorations recorded without per-operator window metrics."""
+        runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0
+                and p.phase != CHECKPOINT and p.configuration]
+        if not runs or not self.settings.stalls:
+            return {}
+        top = max(p.slots for p in runs)
+        point = min((p for p in runs if p.slots == top), key=lambda p: p.mst)
+        busiest = max((float(o["busyness_max"]) for o in point.measurement.get("operators", ())), default=1.0)
+        if busiest >= caveats.ATTRIBUTING_BUSY:
+            return {}
+        return {op: Stall(point.configuration[op], point.mst)
+                for op in stalling(self.optimizer.query, point.trace or (), point.mst, caveats.ATTRIBUTING_BUSY)
+                if op in point.configuration}
 
     def heaviest_seen(self, ex: Exploration, memory_mb: int, metrics: SingleTaskMetrics) -> dict[str, float]:
         """Per operator, the heaviest load a task of it took at ``memory_mb`` (memory.heaviest_loads over D,
@@ -597,8 +623,12 @@ class ResourceExplorer:
             measured_max_parallelisms={p.max_parallelism for p in seen},
             trusted_slots=entry.max_slots if entry.beyond_trusted else None, slots=entry.slots, counted=counted,
             beyond_data=self.beyond_data(ex))
-        eff = self.memory_efficiency(ex, entry.memory_mb, self.final_metrics(ex, entry.memory_mb)[0])
-        loss = caveats.unattributed_loss(ex.points, entry.memory_mb, eff[1], eff[2]) if eff else None
+        stalled = [(op, r.stall) for op, r in rates.items() if r.stall is not None and op in entry.configuration]
+        if stalled:
+            loss = "; ".join(caveats.stall_reason(op, st, entry.configuration[op]) for op, st in stalled)
+        else:
+            eff = self.memory_efficiency(ex, entry.memory_mb, self.final_metrics(ex, entry.memory_mb)[0])
+            loss = caveats.unattributed_loss(ex.points, entry.memory_mb, eff[1], eff[2]) if eff else None
         unseen = (*unseen, loss) if loss else unseen
         risk = caveats.combined_risk(entry.risk, caveats.family_risk_floor(entry.by_family, entry.slots),
                                      caveats.unseen_risk(unseen), caveats.hidden_key_risk(entry.key_warning),

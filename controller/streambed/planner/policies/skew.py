@@ -101,16 +101,34 @@ def hidden_key_capacity(rates: OperatorRates, parallelism: int, fixed: int | Non
 
 
 def capacity(rates: OperatorRates, parallelism: int, fixed: int | None = None) -> float:
-    """The source rate (events/s) that ``parallelism`` tasks of the operator sustain."""
+    """The source rate (events/s) that ``parallelism`` tasks of the operator sustain: its busiest task's, and
+    no more than its stalls allow where they held the testbed (model/stalls.py)."""
     if rates.input_ratio <= 0:
         return math.inf
-    return rates.true_rate / (rates.input_ratio * busiest_share(rates, parallelism, fixed))
+    busy = rates.true_rate / (rates.input_ratio * busiest_share(rates, parallelism, fixed))
+    return busy if rates.stall is None else min(busy, rates.stall.capacity(parallelism))
 
 
 def fewest_tasks(rates: OperatorRates, rate: float, limit: int, fixed: int | None = None) -> int | None:
     """The fewest tasks (at most ``limit``) whose capacity reaches ``rate``, or None."""
     if rates.input_ratio <= 0 or rate <= 0:
         return 1
+    if rates.stall is not None:
+        least = rates.stall.fewest_tasks(rate)
+        if least > limit:
+            return None
+        p = _fewest_busy(rates, rate, limit, fixed)
+        if p is None:
+            return None
+        # past a key-group step capacity need not grow with the tasks: the first from there that holds
+        start = max(p, least)
+        return next((q for q in range(start, min(limit, start + LOCATED_SCAN) + 1)
+                     if capacity(rates, q, fixed) >= rate), None)
+    return _fewest_busy(rates, rate, limit, fixed)
+
+
+def _fewest_busy(rates: OperatorRates, rate: float, limit: int, fixed: int | None = None) -> int | None:
+    """fewest_tasks by the busiest task's load alone."""
     allowed = rates.true_rate / (rates.input_ratio * rate)  # the largest share the busiest task can take
     if not rates.keyed:
         p = max(1, math.ceil(max(1.0, rates.imbalance) / allowed - 1e-9))
