@@ -15,15 +15,29 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from replan_recorded import window_metrics  # noqa: E402
 
 from streambed.model import TestbedInfo  # noqa: E402
+from streambed.planner import caveats  # noqa: E402
 from streambed.planner.exploration import CHECKPOINT, Exploration, ExplorerSettings  # noqa: E402
 from streambed.planner.explorer import ResourceExplorer  # noqa: E402
 from streambed.testbed.sim.profile import load_profile  # noqa: E402
 from streambed.testbed.sim.testbed import SimSettings, SimTestbed  # noqa: E402
+
+
+def growth(runs, op: str) -> dict[int, float]:
+    """The best MST at each parallelism ``op`` ran with, over the budgets no operator was
+    caveats.ATTRIBUTING_BUSY busy in: what the testbed shows of its stall bound's growth (confounded by
+    the other operators' tasks, which change with the budget)."""
+    best: dict[int, float] = {}
+    for p in runs:
+        if max(o["busyness_max"] for o in p.measurement["operators"]) < caveats.ATTRIBUTING_BUSY:
+            best[p.configuration[op]] = max(best.get(p.configuration[op], 0.0), p.mst)
+    return dict(sorted(best.items()))
 
 
 def main() -> int:
@@ -50,6 +64,12 @@ def main() -> int:
         print(f"{m} MB, {top} slots: MST {point.mst:,.0f} events/s, busiest operator {100 * busiest:.0f} % busy; "
               + ("stalling: " + ", ".join(f"{op} ({s.parallelism} tasks)" for op, s in stalls.items())
                  if stalls else "no stalling operator"))
+        for op in stalls:
+            best = growth(runs, op)
+            if len(best) >= 2:
+                slope = float(np.polyfit(np.log(list(best)), np.log(list(best.values())), 1)[0])
+                print(f"  {op}: best MST at each of its parallelisms, over the budgets with no operator 80 % busy, "
+                      + ", ".join(f"{p}: {r:,.0f}" for p, r in best.items()) + f"; growth p^{slope:.2f}")
     return 0
 
 
