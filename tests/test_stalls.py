@@ -145,7 +145,7 @@ def test_the_explorer_bounds_the_operator_its_largest_budget_read_as_stalling():
     ex = Exploration([_top()])
     metrics, origin = _explorer().final_metrics(ex, 4096)
     assert dict(metrics.operators)["window"].stall == Stall(1, 96.1e6)
-    assert "window's stalls held 1 tasks of it to 96,100,000 events/s" in origin
+    assert "window's stalls held the source to 96,100,000 events/s on 1 task (" in origin
     assert dict(_explorer(stalls=False).final_metrics(ex, 4096)[0].operators)["window"].stall is None
     # a busy operator at the MST is the bound; a trace without failing windows names nothing
     assert dict(_explorer().final_metrics(Exploration([_top(busy_window=0.95)]), 4096)[0].operators)[

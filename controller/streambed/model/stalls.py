@@ -1,4 +1,4 @@
-"""An operator whose pauses, not its busy time, hold the job: found by back-pressure, sized by the lag law.
+"""An operator whose pauses, not its busy time, hold the job: found by back-pressure, sized by its slowest pause.
 
 A window whose firings straggle blocks its input for the length of its slowest firing now and then. At
 the MST such stalls are rare and short enough to be absorbed: the operator reads lightly busy (25-30 % on

@@ -201,15 +201,16 @@ class ResourceExplorer:
         metrics = metrics.with_key_skew(skews).with_load_limits({**limits, **shown})
         stalls = self.stalls(ex, memory_mb)
         if stalls:
-            origin += "; " + ", ".join(f"{op}'s stalls held {s.parallelism} tasks of it to {s.rate:,.0f} events/s"
-                                       for op, s in stalls.items()) + " (more tasks: model/stalls.py)"
+            origin += "; " + ", ".join(f"{op}'s stalls held the source to {s.rate:,.0f} events/s on {s.parallelism} "
+                                       f"task{'s' if s.parallelism != 1 else ''}" for op, s in stalls.items()) + \
+                " (more tasks: model/stalls.py)"
         return metrics.with_stalls(stalls), origin
 
     def stalls(self, ex: Exploration, memory_mb: int) -> dict[str, Stall]:
-        """The operators whose pauses held the largest budget of ``memory_mb`` (model/stalls.py), with the rate
-        it held the source to and its tasks there: where no operator was caveats.ATTRIBUTING_BUSY busy at
-        that budget's MST and the rate search's failing windows just above the MST name one
-        (stalling_operator). Its efficiency need not show the loss: a load probe of a stalling window
+        """The operators whose pauses held the largest budget of ``memory_mb`` (model/stalls.py), each with the
+        rate it held the source to and its tasks there: where no operator was caveats.ATTRIBUTING_BUSY busy at
+        that budget's MST and the rate search's failing windows just above the MST name them
+        (model/stalls.stalling). Its efficiency need not show the loss: a load probe of a stalling window
         reads its one task's stall-bound load as its rate, and the plan then carries that load to every
         task. Empty otherwise, and for explorations recorded without per-operator window metrics."""
         runs = [p for p in ex.points if p.memory_mb == memory_mb and p.measurement and p.mst > 0
