@@ -237,7 +237,8 @@ def test_the_other_beyond_trusted_rules():
 
 
 @pytest.mark.parametrize("field,value", [("beyond_trusted_keys", "largest"), ("below_model_with_keys", 0.5),
-                                         ("rates_hold_floor", 1.5), ("decline_law", "quadratic")])
+                                         ("rates_hold_floor", 1.5), ("decline_law", "quadratic"),
+                                         ("stalls", "false")])
 def test_the_settings_of_the_rules_with_the_data_s_keys_refuse_a_value_out_of_range(field, value):
     from streambed.planner.exploration import ExplorerSettings
 

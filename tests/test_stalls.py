@@ -8,7 +8,7 @@ import math
 import pytest
 
 from streambed.model import Measurement, OperatorMetrics, OperatorRates, Query, SingleTaskMetrics, TestbedInfo
-from streambed.model.stalls import (HELD_FLOOR, NEAR_MST, STALL_GROWTH, Stall, held, stalled_capacity,
+from streambed.model.stalls import (HELD_FLOOR, NEAR_MST, Stall, held, stalled_capacity,
                                     stalling, stalling_operators)
 from streambed.planner.exploration import Exploration, ExplorationPoint, ExplorerSettings
 from streambed.planner.explorer import ResourceExplorer
@@ -22,7 +22,6 @@ DIAMOND = Query("d", ("split", "left", "right", "join"),
 
 
 def test_a_stalling_operators_capacity_grows_as_the_square_root_of_its_tasks():
-    assert STALL_GROWTH == 0.5
     assert stalled_capacity(100.0, 1, 4) == pytest.approx(200.0)
     assert stalled_capacity(100.0, 4, 1) == pytest.approx(50.0)
     assert stalled_capacity(100.0, 3, 3) == pytest.approx(100.0)
@@ -147,6 +146,7 @@ def test_the_explorer_bounds_the_operator_its_largest_budget_read_as_stalling():
     assert dict(metrics.operators)["window"].stall == Stall(1, 96.1e6)
     assert "window's stalls held the source to 96,100,000 events/s on 1 task (" in origin
     assert dict(_explorer(stalls=False).final_metrics(ex, 4096)[0].operators)["window"].stall is None
+    assert dict(_explorer(stalls=0).final_metrics(ex, 4096)[0].operators)["window"].stall is None
     # a busy operator at the MST is the bound; a trace without failing windows names nothing
     assert dict(_explorer().final_metrics(Exploration([_top(busy_window=0.95)]), 4096)[0].operators)[
         "window"].stall is None

@@ -31,6 +31,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="section G run directories")
     args = parser.parse_args()
+    missing = [str(run) for run in args.runs if not (run / "G").is_dir()]
+    if missing:
+        sys.exit(f"not a section G run directory (no G/ in it): {', '.join(missing)}")
     kept, failed = [], []  # source-fed back-pressure; (shortfall, back-pressure)
     for run in args.runs:
         for case in sorted((run / "G").glob("A-*-1.5x")):

@@ -166,6 +166,10 @@ def main() -> int:
             settings[name] = float(value) if "." in value else int(value)
         except ValueError:
             settings[name] = value
+    try:
+        ExplorerSettings(**settings)
+    except (TypeError, ValueError) as e:
+        sys.exit(f"--explorer: {e}")
     records = []
     for row in data["rows"]:
         if row["profile"] in skip:

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from replan_recorded import window_metrics  # noqa: E402
 
+from streambed.errors import UserError  # noqa: E402
 from streambed.model import TestbedInfo  # noqa: E402
 from streambed.planner import caveats  # noqa: E402
 from streambed.planner.exploration import CHECKPOINT, Exploration, ExplorerSettings  # noqa: E402
@@ -45,7 +46,12 @@ def main() -> int:
     parser.add_argument("case", type=Path, help="a case directory (exploration.json, ledger.sqlite)")
     parser.add_argument("--profile", required=True, help="the case's sim profile (a name or a YAML file)")
     args = parser.parse_args()
-    profile = load_profile(args.profile)
+    if not (args.case / "exploration.json").is_file():
+        sys.exit(f"{args.case}: no exploration.json (expected a plan's or an evaluation case's directory)")
+    try:
+        profile = load_profile(args.profile)
+    except UserError as e:
+        sys.exit(f"--profile: {e}")
     query = SimTestbed(profile, SimSettings(seed=0)).query(profile.name)
     ex = Exploration.from_dict(json.loads((args.case / "exploration.json").read_text()))
     window_metrics(args.case, ex)

@@ -99,6 +99,8 @@ class ExplorerSettings:
             raise ValueError(f"below_model_with_keys {self.below_model_with_keys}: expected 1 or more")
         if not 0 <= self.rates_hold_floor <= 1:
             raise ValueError(f"rates_hold_floor {self.rates_hold_floor}: expected 0 to 1")
+        if self.stalls not in (True, False):  # 1 and 0 from a command line's name=value are True and False
+            raise ValueError(f"stalls {self.stalls!r}: expected true or false (1 or 0)")
 
 
 CHECKPOINT = "checkpoint"
